@@ -1,0 +1,172 @@
+//! E8M0 (OCP MX shared scale): 2^(b-127) for b in 0..=254, 0xFF = NaN.
+//! No zero, no sign, no Inf: each implementation decides what 0, negatives,
+//! Inf and ties become, and those choices are the policy fields here.
+
+use super::encode::Input;
+use super::policy::{CastPolicy, Overflow};
+use super::round::Rounding;
+
+/// Conversion rule to E8M0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum E8m0Rule {
+    /// Round the exact value to a power of two under the policy's rounding
+    /// mode (nearest modes compare with the midpoint 1.5 * 2^e in value;
+    /// nearest-even ties go to the even byte). Values below 2^-127 become
+    /// byte 0x00; results above 2^127 follow the overflow policy.
+    Value,
+    /// c10 `fp8e8m0fnu_from_fp32_value` (torch): the f32 exponent field, plus
+    /// one iff guard && (round || sticky || field != 0); sign ignored;
+    /// Inf/NaN -> 0xFF. f64 inputs are first narrowed to f32 (RNE), as torch
+    /// does.
+    TorchBits,
+}
+
+/// What +-0 becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum E8m0Zero {
+    /// NaN (0xFF), as ml_dtypes and gfloat.
+    Nan,
+    /// The smallest scale 2^-127 (0x00), as NVIDIA round-up/satfinite.
+    Min,
+}
+
+/// What a negative input (including -Inf) becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum E8m0Negative {
+    /// NaN (0xFF), as ml_dtypes and gfloat.
+    Nan,
+    /// Convert |x| (the sign bit is ignored), as torch.
+    Abs,
+    /// 0x00: the smallest value >= x, as round-up with satfinite gives.
+    Min,
+}
+
+/// Encode an f32 to an E8M0 byte under `p`.
+pub fn encode_e8m0_f32(x: f32, p: &CastPolicy, index: u64) -> u8 {
+    if p.e8m0_rule == E8m0Rule::TorchBits {
+        return torch_bits(x.to_bits());
+    }
+    encode_e8m0(Input::from_f32(x), p, index)
+}
+
+/// Encode an f64 to an E8M0 byte under `p`.
+pub fn encode_e8m0_f64(x: f64, p: &CastPolicy, index: u64) -> u8 {
+    if p.e8m0_rule == E8m0Rule::TorchBits {
+        return torch_bits((x as f32).to_bits());
+    }
+    encode_e8m0(Input::from_f64(x), p, index)
+}
+
+fn torch_bits(bits: u32) -> u8 {
+    let exponent = (bits >> 23) & 0xFF;
+    if exponent == 0xFF {
+        return 0xFF;
+    }
+    let g = bits & 0x40_0000 != 0;
+    let r = bits & 0x20_0000 != 0;
+    let s = bits & 0x1F_FFFF != 0;
+    let lsb = exponent > 0;
+    (exponent + (g && (r || s || lsb)) as u32) as u8
+}
+
+pub(crate) fn encode_e8m0(input: Input, p: &CastPolicy, index: u64) -> u8 {
+    match input {
+        Input::Nan { .. } => 0xFF,
+        Input::Zero { .. } => match p.e8m0_zero {
+            E8m0Zero::Nan => 0xFF,
+            E8m0Zero::Min => 0x00,
+        },
+        Input::Inf { negative: true } | Input::Finite { negative: true, .. }
+            if p.e8m0_negative != E8m0Negative::Abs =>
+        {
+            match p.e8m0_negative {
+                E8m0Negative::Nan => 0xFF,
+                _ => 0x00,
+            }
+        }
+        Input::Inf { .. } => match p.overflow {
+            Overflow::Saturate => 0xFE,
+            Overflow::NonFinite => 0xFF,
+        },
+        Input::Finite { sig, exp, .. } => {
+            let bitlen = 64 - sig.leading_zeros() as i32;
+            let e = exp + bitlen - 1; // floor(log2 x)
+            let shift = (bitlen - 1) as u32;
+            let rem = sig - (1u64 << shift); // x = 2^e * (1 + rem / 2^shift)
+            let up = if rem == 0 {
+                false
+            } else {
+                let half = if shift == 0 { 0 } else { 1u64 << (shift - 1) };
+                let cmp = rem.cmp(&half);
+                use std::cmp::Ordering::*;
+                match p.rounding {
+                    Rounding::NearestEven => cmp == Greater || (cmp == Equal && (e + 127) & 1 != 0),
+                    Rounding::NearestAway => cmp != Less,
+                    Rounding::TowardZero | Rounding::Down => false,
+                    Rounding::Up => true,
+                    Rounding::Stochastic => {
+                        let k = p.stochastic.bits;
+                        let t = ((rem as u128) << k) >> shift;
+                        t + p.stochastic.draw(index) as u128 >= (1u128 << k)
+                    }
+                }
+            };
+            let big_e = e + up as i32;
+            if big_e < -127 {
+                0x00
+            } else if big_e > 127 {
+                match p.overflow {
+                    Overflow::Saturate => 0xFE,
+                    Overflow::NonFinite if p.rounding.overflow_to_max(false) => 0xFE,
+                    Overflow::NonFinite => 0xFF,
+                }
+            } else {
+                (big_e + 127) as u8
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{CastPreset, Format};
+
+    fn enc(preset: CastPreset, bits: u32) -> u8 {
+        encode_e8m0_f32(f32::from_bits(bits), &preset.policy(Format::E8M0), 0)
+    }
+
+    #[test]
+    fn research_note_edge_vectors() {
+        // (input bits, ml_dtypes, torch, gfloat sat=False) from mx_anchors.md §3.
+        let rows: &[(u32, u8, u8, u8)] = &[
+            (0x3f800000, 0x7f, 0x7f, 0x7f),
+            (0x3f400000, 0x7f, 0x7f, 0x7e),
+            (0x3fc00000, 0x80, 0x80, 0x80),
+            (0x40400000, 0x81, 0x81, 0x80),
+            (0x3fbfffff, 0x7f, 0x7f, 0x7f),
+            (0x00400000, 0x00, 0x00, 0x00),
+            (0x00000000, 0xff, 0x00, 0xff),
+            (0xbf800000, 0xff, 0x7f, 0xff),
+            (0x7f000000, 0xfe, 0xfe, 0xfe),
+            (0x7f400000, 0xff, 0xff, 0xfe),
+            (0x7f800000, 0xff, 0xff, 0xff),
+            (0x7fc00000, 0xff, 0xff, 0xff),
+        ];
+        for &(b, ml, t, g) in rows {
+            assert_eq!(enc(CastPreset::MlDtypes, b), ml, "ml_dtypes {b:#x}");
+            assert_eq!(enc(CastPreset::Torch, b), t, "torch {b:#x}");
+            assert_eq!(enc(CastPreset::Gfloat, b), g, "gfloat {b:#x}");
+        }
+        // NVIDIA round-up satfinite.
+        assert_eq!(enc(CastPreset::Nvidia, 0x3f400000), 0x7f);
+        assert_eq!(enc(CastPreset::Nvidia, 0x40400000), 0x81);
+        assert_eq!(enc(CastPreset::Nvidia, 0x00000000), 0x00);
+        assert_eq!(enc(CastPreset::Nvidia, 0x7f800000), 0xfe);
+        assert_eq!(enc(CastPreset::Nvidia, 0x00400001), 0x01);
+        assert_eq!(enc(CastPreset::Nvidia, 0x3f800001), 0x80);
+    }
+}

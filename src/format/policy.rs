@@ -1,0 +1,256 @@
+//! Cast policies and the named presets that reproduce real implementations.
+
+use super::e8m0::{E8m0Negative, E8m0Rule, E8m0Zero};
+use super::round::{Rounding, Stochastic};
+use super::Format;
+use std::fmt;
+use std::str::FromStr;
+
+/// What a finite value beyond the largest finite code (or an infinite input)
+/// becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Overflow {
+    /// Clamp to +-max finite ("satfinite"); +-Inf inputs also become +-max.
+    Saturate,
+    /// IEEE: Inf where the format has it, else NaN; for formats with neither
+    /// the cast fails. Directed roundings toward zero give +-max (IEEE 754 §7.4).
+    NonFinite,
+}
+
+impl FromStr for Overflow {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "saturate" => Ok(Overflow::Saturate),
+            "nonfinite" => Ok(Overflow::NonFinite),
+            _ => Err(format!("unknown overflow policy '{s}'; expected saturate or nonfinite")),
+        }
+    }
+}
+
+/// What a NaN input becomes in a format that has no NaN (FP6, FP4, INT8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NanPolicy {
+    /// The cast fails with an error naming the element (gfloat raises).
+    Error,
+    /// -0 (ml_dtypes: its `quiet_NaN()` for these types is -0).
+    NegZero,
+    /// +max finite (NVIDIA `__nv_cvt_*_to_fp4/fp6` with satfinite).
+    PosMax,
+    /// +0.
+    Zero,
+}
+
+impl FromStr for NanPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "error" => Ok(NanPolicy::Error),
+            "neg-zero" => Ok(NanPolicy::NegZero),
+            "pos-max" => Ok(NanPolicy::PosMax),
+            "zero" => Ok(NanPolicy::Zero),
+            _ => Err(format!(
+                "unknown NaN policy '{s}'; expected error, neg-zero, pos-max or zero"
+            )),
+        }
+    }
+}
+
+/// Which NaN code a NaN input becomes in a format that has NaN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NanOut {
+    /// Always this exact code, whatever the input's sign.
+    Canonical(u16),
+    /// The input's sign with this magnitude code.
+    SignedCanonical(u16),
+    /// IEEE narrowing as numpy does it: sign kept, top payload bits kept, a
+    /// payload that truncates to zero becomes 1.
+    TruncatePayload,
+}
+
+/// Every choice that determines the code a value is cast to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct CastPolicy {
+    pub rounding: Rounding,
+    /// Used only when `rounding` is `Stochastic`.
+    pub stochastic: Stochastic,
+    pub overflow: Overflow,
+    /// NaN input for formats without NaN.
+    pub nan: NanPolicy,
+    /// NaN input for formats with NaN.
+    pub nan_out: NanOut,
+    /// E8M0 only: the conversion rule.
+    pub e8m0_rule: E8m0Rule,
+    /// E8M0 only: what +-0 becomes.
+    pub e8m0_zero: E8m0Zero,
+    /// E8M0 only: what a negative input becomes.
+    pub e8m0_negative: E8m0Negative,
+    /// MX INT8 only: whether -2.0 (code 0x80) may be produced.
+    pub int8_allow_neg2: bool,
+}
+
+impl CastPolicy {
+    /// Plain IEEE-style defaults: nearest-even, non-finite overflow, errors
+    /// for unrepresentable NaN, E8M0 zero/negative -> NaN.
+    pub const fn ieee(format: Format) -> CastPolicy {
+        CastPolicy {
+            rounding: Rounding::NearestEven,
+            stochastic: Stochastic { seed: 0, bits: 16 },
+            overflow: Overflow::NonFinite,
+            nan: NanPolicy::Error,
+            nan_out: default_nan_out(format),
+            e8m0_rule: E8m0Rule::Value,
+            e8m0_zero: E8m0Zero::Nan,
+            e8m0_negative: E8m0Negative::Nan,
+            int8_allow_neg2: true,
+        }
+    }
+
+    /// Checks the policy against the format; rejects combinations that cannot
+    /// be honoured instead of approximating them.
+    pub fn validate(&self, format: Format) -> Result<(), String> {
+        if self.rounding == Rounding::Stochastic && !(1..=32).contains(&self.stochastic.bits) {
+            return Err(format!(
+                "stochastic rounding needs 1..=32 random bits, got {}",
+                self.stochastic.bits
+            ));
+        }
+        if self.e8m0_rule == E8m0Rule::TorchBits && format == Format::E8M0 && self.rounding != Rounding::NearestEven {
+            return Err(
+                "the torch E8M0 rule is fixed (its own nearest rounding); use --round nearest-even or another preset"
+                    .into(),
+            );
+        }
+        if format == Format::Int8 && self.nan == NanPolicy::NegZero {
+            return Err("int8 has no -0; choose a NaN policy of error, zero or pos-max".into());
+        }
+        Ok(())
+    }
+}
+
+/// The positive canonical quiet NaN of a format, sign taken from the input.
+pub const fn default_nan_out(format: Format) -> NanOut {
+    match format {
+        Format::E4M3 => NanOut::SignedCanonical(0x7F),
+        Format::E5M2 => NanOut::SignedCanonical(0x7E),
+        Format::BF16 => NanOut::SignedCanonical(0x7FC0),
+        Format::F16 => NanOut::SignedCanonical(0x7E00),
+        Format::E8M0 => NanOut::Canonical(0xFF),
+        _ => NanOut::Canonical(0),
+    }
+}
+
+/// Named presets: each sets every policy the way that implementation casts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CastPreset {
+    /// ml_dtypes 0.6 numpy `astype`: non-saturating RNE; E4M3 overflow/Inf -> NaN;
+    /// FP6/FP4 overflow/Inf -> max and NaN -> -0; E8M0 ties up (rounding on
+    /// the implicit bit), zero/negative/overflow -> NaN.
+    MlDtypes,
+    /// NVIDIA PTX `cvt.rn.satfinite` for FP8/FP6/FP4 (NaN -> 0x7F for FP8,
+    /// NaN -> +max for FP6/FP4), `cvt.rp.satfinite.ue8m0x2.f32` for E8M0,
+    /// `cvt.rn.bf16/f16.f32` (non-saturating) for bf16/f16.
+    Nvidia,
+    /// torch eager `.to()`: E4M3 saturates (also Inf), E5M2 does not; E8M0 via
+    /// c10's bit rule (exponent field, round on guard/round/sticky with the
+    /// implicit bit as LSB, sign ignored, Inf/NaN -> 0xFF).
+    Torch,
+    /// gfloat `round_float(..., TiesToEven, sat=False)`: E8M0 ties to even;
+    /// NaN into a format without NaN, or overflow where there is no Inf/NaN,
+    /// raises.
+    Gfloat,
+}
+
+impl CastPreset {
+    pub const ALL: [CastPreset; 4] = [
+        CastPreset::MlDtypes,
+        CastPreset::Nvidia,
+        CastPreset::Torch,
+        CastPreset::Gfloat,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            CastPreset::MlDtypes => "ml_dtypes",
+            CastPreset::Nvidia => "nvidia",
+            CastPreset::Torch => "torch",
+            CastPreset::Gfloat => "gfloat",
+        }
+    }
+
+    /// The full policy this implementation uses for `format`.
+    pub fn policy(self, format: Format) -> CastPolicy {
+        let mut p = CastPolicy::ieee(format);
+        match self {
+            CastPreset::MlDtypes => {
+                match format {
+                    Format::E3M2 | Format::E2M3 | Format::E2M1 => {
+                        p.overflow = Overflow::Saturate;
+                        p.nan = NanPolicy::NegZero;
+                    }
+                    Format::E8M0 => p.rounding = Rounding::NearestAway,
+                    _ => {}
+                }
+                p.e8m0_zero = E8m0Zero::Nan;
+                p.e8m0_negative = E8m0Negative::Nan;
+            }
+            CastPreset::Nvidia => {
+                p.overflow = match format {
+                    Format::BF16 | Format::F16 => Overflow::NonFinite,
+                    _ => Overflow::Saturate,
+                };
+                p.nan = NanPolicy::PosMax;
+                p.nan_out = match format {
+                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0x7F),
+                    Format::BF16 => NanOut::Canonical(0x7FFF),
+                    Format::F16 => NanOut::Canonical(0x7FFF),
+                    f => default_nan_out(f),
+                };
+                if format == Format::E8M0 {
+                    p.rounding = Rounding::Up;
+                }
+                p.e8m0_zero = E8m0Zero::Min;
+                p.e8m0_negative = E8m0Negative::Min;
+            }
+            CastPreset::Torch => {
+                p.overflow = match format {
+                    Format::E4M3 => Overflow::Saturate,
+                    _ => Overflow::NonFinite,
+                };
+                p.nan_out = match format {
+                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0x7F),
+                    f => default_nan_out(f),
+                };
+                p.e8m0_rule = E8m0Rule::TorchBits;
+            }
+            CastPreset::Gfloat => {
+                p.nan = NanPolicy::Error;
+                p.nan_out = match format {
+                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0xFF),
+                    f => default_nan_out(f),
+                };
+            }
+        }
+        p
+    }
+}
+
+impl fmt::Display for CastPreset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CastPreset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        CastPreset::ALL
+            .into_iter()
+            .find(|p| p.name() == s || p.name().replace('_', "-") == s)
+            .ok_or_else(|| format!("unknown cast preset '{s}'; expected ml_dtypes, nvidia, torch or gfloat"))
+    }
+}

@@ -1,0 +1,4 @@
+pub mod cli;
+pub mod format;
+pub mod io;
+pub mod mx;

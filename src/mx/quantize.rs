@@ -1,0 +1,546 @@
+//! Block quantization and exact dequantization along one axis of a C-order
+//! array.
+
+use super::policy::{MxFormat, MxPolicy, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
+use crate::format::{encode_input, CastError, CastTable, Format, Input, Rounding};
+use rayon::prelude::*;
+
+/// Why a quantization or dequantization request was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MxError {
+    #[error("block size {0} is not a power of two (>= 1)")]
+    BlockNotPow2(usize),
+    #[error("axis {axis} is out of range for a {ndim}-d array")]
+    BadAxis { axis: isize, ndim: usize },
+    #[error("axis length {len} is not a multiple of the block size {block} (pass --pad to zero-pad the last block)")]
+    NotMultiple { len: usize, block: usize },
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    #[error(transparent)]
+    Cast(#[from] CastError),
+    #[error("invalid MX policy: {0}")]
+    Policy(String),
+}
+
+/// An N-d C-order array seen as `[outer, len, inner]` with blocks of `block`
+/// elements along `len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AxisLayout {
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub block: usize,
+    /// Blocks per axis: `len / block`, or rounded up when padding.
+    pub nblocks: usize,
+}
+
+impl AxisLayout {
+    /// `axis` may be negative (from the end). With `pad`, a final partial
+    /// block is allowed and behaves as if zero-padded.
+    pub fn new(shape: &[usize], axis: isize, block: usize, pad: bool) -> Result<AxisLayout, MxError> {
+        if block == 0 || !block.is_power_of_two() {
+            return Err(MxError::BlockNotPow2(block));
+        }
+        let ndim = shape.len();
+        let a = if axis < 0 { axis + ndim as isize } else { axis };
+        if ndim == 0 || a < 0 || a >= ndim as isize {
+            return Err(MxError::BadAxis { axis, ndim });
+        }
+        let a = a as usize;
+        let len = shape[a];
+        if !len.is_multiple_of(block) && !pad {
+            return Err(MxError::NotMultiple { len, block });
+        }
+        let prod = |s: &[usize]| {
+            s.iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| MxError::Shape("size overflows".into()))
+        };
+        Ok(AxisLayout {
+            outer: prod(&shape[..a])?,
+            len,
+            inner: prod(&shape[a + 1..])?,
+            block,
+            nblocks: len.div_ceil(block),
+        })
+    }
+
+    pub fn elements(&self) -> usize {
+        self.outer * self.len * self.inner
+    }
+    pub fn scale_count(&self) -> usize {
+        self.outer * self.nblocks * self.inner
+    }
+    /// Shape of the scale array for an input of `shape` along `axis`.
+    pub fn scale_shape(shape: &[usize], axis: usize, nblocks: usize) -> Vec<usize> {
+        let mut s = shape.to_vec();
+        s[axis] = nblocks;
+        s
+    }
+}
+
+/// Codes (one byte per element, same layout as the input) and E8M0 scales
+/// (`[outer, nblocks, inner]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quantized {
+    pub codes: Vec<u8>,
+    pub scales: Vec<u8>,
+}
+
+#[inline]
+fn abs_bits(x: f32, flush: bool) -> u32 {
+    let a = x.to_bits() & 0x7FFF_FFFF;
+    if flush && a < 0x0080_0000 {
+        0
+    } else {
+        a
+    }
+}
+
+/// 2^k as f32 for k in [-127, 127] (2^-127 is the subnormal 0x0040_0000).
+#[inline]
+fn pow2_f32(k: i32) -> f32 {
+    debug_assert!((-127..=127).contains(&k));
+    if k == -127 {
+        f32::from_bits(0x0040_0000)
+    } else {
+        f32::from_bits(((k + 127) as u32) << 23)
+    }
+}
+
+/// The block exponent for a finite, non-negative `amax` given by its bits, or
+/// `None` when the block scale is NaN (scale overflow under
+/// [`ScaleOverflow::Nan`]). Never uses a float `log2`.
+pub fn block_scale(amax_bits: u32, format: MxFormat, p: &MxPolicy) -> Option<i32> {
+    debug_assert!(amax_bits < 0x7F80_0000);
+    if amax_bits == 0 {
+        return Some(match p.zero_block {
+            ZeroBlock::Min => -127,
+            ZeroBlock::One => 0,
+        });
+    }
+    let emax = format.element().emax();
+    let exp_field = (amax_bits >> 23) as i32;
+    let mant = amax_bits & 0x7F_FFFF;
+    // floor(log2 amax), exact for subnormals too.
+    let floor_log2 = if exp_field == 0 {
+        (31 - mant.leading_zeros() as i32) - 149
+    } else {
+        exp_field - 127
+    };
+    let e = match p.scale_mode {
+        ScaleMode::Floor => floor_log2 - emax,
+        ScaleMode::Ceil => {
+            let pow2 = if exp_field == 0 {
+                mant.is_power_of_two()
+            } else {
+                mant == 0
+            };
+            floor_log2 + (!pow2) as i32 - emax
+        }
+        ScaleMode::Even => {
+            let bumped = (amax_bits + (1 << (22 - format.mbits()))) & 0x7F80_0000;
+            // a subnormal amax that does not carry into the normal range has
+            // exponent field 0: torchao reads it as 2^-127.
+            (bumped >> 23) as i32 - 127 - emax
+        }
+        ScaleMode::Rceil => {
+            let rcp = (1.0f64 / format.element().max_value()) as f32;
+            let s = (f32::from_bits(amax_bits) * rcp).to_bits();
+            let se = (s >> 23) as i32;
+            let sm = s & 0x7F_FFFF;
+            // exact round-up of s to a power of two, as a biased byte
+            let byte = if se == 0 {
+                if sm <= 0x40_0000 {
+                    0
+                } else {
+                    1
+                }
+            } else {
+                se + (sm != 0) as i32
+            };
+            byte - 127
+        }
+    };
+    if e > 127 {
+        return match p.scale_overflow {
+            ScaleOverflow::Nan => None,
+            ScaleOverflow::Saturate => Some(127),
+        };
+    }
+    Some(e.max(-127))
+}
+
+/// Per-call constants of the element encoder.
+struct ElementCoder {
+    format: MxFormat,
+    policy: MxPolicy,
+    /// Table path: valid when rescaling in f32 cannot change the code (the
+    /// rounding modes whose result for |v| < 2^-126 is zero).
+    table: Option<CastTable>,
+    nan_code: u8,
+}
+
+impl ElementCoder {
+    fn new(format: MxFormat, p: &MxPolicy) -> Result<ElementCoder, MxError> {
+        let el = format.element();
+        p.element.validate(el).map_err(MxError::Policy)?;
+        let table = match p.element.rounding {
+            Rounding::NearestEven | Rounding::NearestAway | Rounding::TowardZero => CastTable::build(el, &p.element),
+            _ => None,
+        };
+        let nan_code = match el {
+            Format::E4M3 => 0x7F,
+            Format::E5M2 => 0x7F,
+            _ => 0,
+        };
+        Ok(ElementCoder {
+            format,
+            policy: *p,
+            table,
+            nan_code,
+        })
+    }
+
+    /// Quantize one contiguous block; returns its scale byte.
+    fn block(&self, x: &[f32], out: &mut [u8], index: u64) -> Result<u8, MxError> {
+        let p = &self.policy;
+        let flush = p.flush_subnormals;
+        let mut amax = 0u32;
+        for v in x {
+            amax = amax.max(abs_bits(*v, flush));
+        }
+        if amax > 0x7F80_0000 && p.nonfinite == NonFiniteBlock::Saturate {
+            // fmaxf semantics: NaN does not take part in amax.
+            amax = x
+                .iter()
+                .map(|v| abs_bits(*v, flush))
+                .filter(|&b| b <= 0x7F80_0000)
+                .max()
+                .unwrap_or(0);
+        }
+        let e = if amax >= 0x7F80_0000 {
+            match p.nonfinite {
+                NonFiniteBlock::NanScale => None,
+                NonFiniteBlock::Saturate => Some(127),
+            }
+        } else {
+            block_scale(amax, self.format, p)
+        };
+        let Some(e) = e else {
+            out.fill(self.nan_code);
+            return Ok(0xFF);
+        };
+        let el = self.format.element();
+        if let Some(t) = &self.table {
+            let m = pow2_f32(-e);
+            let mut err = 0;
+            for (o, v) in out.iter_mut().zip(x) {
+                let v = if flush && abs_bits(*v, false) < 0x0080_0000 {
+                    f32::from_bits(v.to_bits() & 0x8000_0000)
+                } else {
+                    *v
+                };
+                let (c, er) = t.lookup((v * m).to_bits());
+                *o = c;
+                err |= er;
+            }
+            if err == 0 {
+                return Ok((e + 127) as u8);
+            }
+        }
+        for (k, (o, v)) in out.iter_mut().zip(x).enumerate() {
+            let mut input = Input::from_f32(*v);
+            if flush && abs_bits(*v, false) < 0x0080_0000 {
+                input = Input::Zero {
+                    negative: v.is_sign_negative(),
+                };
+            }
+            *o = encode_input(input.scaled(-e), el, &p.element, index + k as u64)? as u8;
+        }
+        Ok((e + 127) as u8)
+    }
+}
+
+/// Quantize one contiguous block (any length >= 1); returns (scale, codes).
+pub fn quantize_block(x: &[f32], format: MxFormat, p: &MxPolicy) -> Result<(u8, Vec<u8>), MxError> {
+    let coder = ElementCoder::new(format, p)?;
+    let mut codes = vec![0u8; x.len()];
+    let s = coder.block(x, &mut codes, 0)?;
+    Ok((s, codes))
+}
+
+/// Work units: groups of consecutive blocks (in `[outer, nblocks]` order),
+/// whose inputs, codes and scales are each one contiguous range.
+fn unit_ranges(l: &AxisLayout) -> Vec<(usize, usize)> {
+    // (first unit, unit count) with about 64K elements per task.
+    let per_unit = l.block * l.inner;
+    let units = l.outer * l.nblocks;
+    let step = (65536 / per_unit.max(1)).max(1);
+    (0..units).step_by(step).map(|u| (u, step.min(units - u))).collect()
+}
+
+fn unit_span(l: &AxisLayout, u: usize) -> (usize, usize) {
+    let (o, b) = (u / l.nblocks, u % l.nblocks);
+    let start = (o * l.len + b * l.block) * l.inner;
+    let bl = l.block.min(l.len - b * l.block);
+    (start, bl * l.inner)
+}
+
+/// Quantize `input` (C order, shape given by `layout`). Deterministic for any
+/// thread count.
+pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPolicy) -> Result<Quantized, MxError> {
+    if input.len() != layout.elements() {
+        return Err(MxError::Shape(format!(
+            "input has {} elements, layout expects {}",
+            input.len(),
+            layout.elements()
+        )));
+    }
+    let coder = ElementCoder::new(format, p)?;
+    let mut codes = vec![0u8; input.len()];
+    let mut scales = vec![0u8; layout.scale_count()];
+    // Split outputs into per-task disjoint slices.
+    let tasks = unit_ranges(layout);
+    let mut jobs = Vec::with_capacity(tasks.len());
+    let (mut crest, mut srest) = (&mut codes[..], &mut scales[..]);
+    for &(u0, n) in &tasks {
+        let (start, _) = unit_span(layout, u0);
+        let (last_start, last_len) = unit_span(layout, u0 + n - 1);
+        let clen = last_start + last_len - start;
+        let (c, cr) = std::mem::take(&mut crest).split_at_mut(clen);
+        let (s, sr) = std::mem::take(&mut srest).split_at_mut(n * layout.inner);
+        crest = cr;
+        srest = sr;
+        jobs.push((u0, n, start, c, s));
+    }
+    jobs.into_par_iter()
+        .try_for_each(|(u0, n, start0, c, s)| -> Result<(), MxError> {
+            let mut buf = vec![0f32; layout.block];
+            let mut cbuf = vec![0u8; layout.block];
+            for k in 0..n {
+                let (start, len) = unit_span(layout, u0 + k);
+                let xs = &input[start..start + len];
+                let cs = &mut c[start - start0..start - start0 + len];
+                let ss = &mut s[k * layout.inner..(k + 1) * layout.inner];
+                if layout.inner == 1 {
+                    ss[0] = coder.block(xs, cs, start as u64)?;
+                } else {
+                    let bl = len / layout.inner;
+                    for i in 0..layout.inner {
+                        for j in 0..bl {
+                            buf[j] = xs[j * layout.inner + i];
+                        }
+                        ss[i] = coder.block(&buf[..bl], &mut cbuf[..bl], (start + i) as u64)?;
+                        for j in 0..bl {
+                            cs[j * layout.inner + i] = cbuf[j];
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    Ok(Quantized { codes, scales })
+}
+
+fn check_dequant(codes: &[u8], scales: &[u8], layout: &AxisLayout) -> Result<(), MxError> {
+    if codes.len() != layout.elements() {
+        return Err(MxError::Shape(format!(
+            "codes have {} elements, expected {}",
+            codes.len(),
+            layout.elements()
+        )));
+    }
+    if scales.len() != layout.scale_count() {
+        return Err(MxError::Shape(format!(
+            "scales have {} elements, expected {} (axis length {} / block {})",
+            scales.len(),
+            layout.scale_count(),
+            layout.len,
+            layout.block
+        )));
+    }
+    Ok(())
+}
+
+fn dequant_with<T: Send + Copy>(
+    codes: &[u8],
+    scales: &[u8],
+    layout: &AxisLayout,
+    format: MxFormat,
+    f: impl Fn(f64) -> T + Sync,
+) -> Result<Vec<T>, MxError> {
+    check_dequant(codes, scales, layout)?;
+    let el = format.element();
+    let values: Vec<f64> = (0..=255u16).map(|c| el.decode_f64(c)).collect();
+    let l = *layout;
+    Ok(codes
+        .par_iter()
+        .enumerate()
+        .map(|(idx, &c)| {
+            let i = idx % l.inner;
+            let j = (idx / l.inner) % l.len;
+            let o = idx / (l.inner * l.len);
+            let s = scales[(o * l.nblocks + j / l.block) * l.inner + i];
+            let v = if s == 0xFF {
+                f64::NAN
+            } else {
+                values[c as usize] * 2f64.powi(s as i32 - 127)
+            };
+            f(v)
+        })
+        .collect())
+}
+
+/// Exact dequantization to f64 (every MX value is exact in f64).
+pub fn dequantize_f64(codes: &[u8], scales: &[u8], layout: &AxisLayout, format: MxFormat) -> Result<Vec<f64>, MxError> {
+    dequant_with(codes, scales, layout, format, |v| v)
+}
+
+/// Dequantization to f32: exact wherever the value is representable in f32;
+/// otherwise rounded to nearest-even. Returns the values and the number of
+/// elements that were not exact (an f32 subnormal below its precision, or
+/// beyond f32 range), so callers never lose precision silently.
+pub fn dequantize(
+    codes: &[u8],
+    scales: &[u8],
+    layout: &AxisLayout,
+    format: MxFormat,
+) -> Result<(Vec<f32>, usize), MxError> {
+    let v = dequant_with(codes, scales, layout, format, |v| {
+        (v as f32, !v.is_nan() && (v as f32) as f64 != v)
+    })?;
+    let inexact = v.iter().filter(|p| p.1).count();
+    Ok((v.into_iter().map(|p| p.0).collect(), inexact))
+}
+
+/// Summary of a quantization, for reports.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct QuantStats {
+    pub elements: usize,
+    pub blocks: usize,
+    /// Finite elements with |x| / X above the element max (clamped).
+    pub saturated: usize,
+    /// Non-zero finite elements that became zero.
+    pub flushed_to_zero: usize,
+    pub nan_scales: usize,
+    /// Largest |x - dequant(x)| over finite elements of finite-scale blocks.
+    pub max_abs_error: f64,
+    /// Smallest and largest scale byte used (excluding NaN).
+    pub scale_range: Option<(u8, u8)>,
+}
+
+impl QuantStats {
+    pub fn compute(input: &[f32], q: &Quantized, layout: &AxisLayout, format: MxFormat) -> Result<QuantStats, MxError> {
+        let deq = dequantize_f64(&q.codes, &q.scales, layout, format)?;
+        let max = format.element().max_value();
+        let l = *layout;
+        let mut st = QuantStats {
+            elements: input.len(),
+            blocks: q.scales.len(),
+            ..Default::default()
+        };
+        st.nan_scales = q.scales.iter().filter(|&&s| s == 0xFF).count();
+        let finite: Vec<u8> = q.scales.iter().copied().filter(|&s| s != 0xFF).collect();
+        st.scale_range = finite.iter().min().zip(finite.iter().max()).map(|(a, b)| (*a, *b));
+        for (idx, (&x, &d)) in input.iter().zip(&deq).enumerate() {
+            if !x.is_finite() || d.is_nan() {
+                continue;
+            }
+            let i = idx % l.inner;
+            let j = (idx / l.inner) % l.len;
+            let o = idx / (l.inner * l.len);
+            let s = q.scales[(o * l.nblocks + j / l.block) * l.inner + i];
+            let xs = (x as f64).abs() * 2f64.powi(127 - s as i32);
+            if xs > max {
+                st.saturated += 1;
+            }
+            if x != 0.0 && d == 0.0 {
+                st.flushed_to_zero += 1;
+            }
+            st.max_abs_error = st.max_abs_error.max((x as f64 - d).abs());
+        }
+        Ok(st)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mx::MxPreset;
+
+    fn q(x: &[f32], f: MxFormat, preset: MxPreset) -> (u8, Vec<u8>) {
+        quantize_block(x, f, &preset.policy(f)).unwrap()
+    }
+
+    #[test]
+    fn floor_vs_rceil_at_saturation() {
+        // amax 0x43FFFFFF (511.99997) in e4m3: FLOOR X = 2^0 (saturates at
+        // 448), RCEIL X = 2^1. The float-log2 bug would give 2^1 for FLOOR.
+        let mut x = vec![1.0f32; 32];
+        x[3] = f32::from_bits(0x43FF_FFFF);
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Ocp);
+        assert_eq!(s, 127);
+        assert_eq!(c[3], 0x7E);
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Nvidia);
+        assert_eq!(s, 128);
+        assert_eq!(c[3], 0x78); // 255.99998 rounds to 256
+        assert_eq!(Format::E4M3.decode_f64(c[3] as u16) * 2.0, 512.0);
+    }
+
+    #[test]
+    fn tiny_scale_is_exact() {
+        // amax = 2^-130 (f32 subnormal): FLOOR E = -138 -> clamped to -127,
+        // elements are x * 2^127 exactly.
+        let x: Vec<f32> = (0..32).map(|i| f32::from_bits(0x0008_0000 + i)).collect();
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Ocp);
+        assert_eq!(s, 0);
+        for (v, c) in x.iter().zip(&c) {
+            let exact = *v as f64 * 2f64.powi(127);
+            let back = Format::E4M3.decode_f64(*c as u16);
+            assert!((back - exact).abs() <= 2f64.powi(-9) / 2.0 + 1e-300, "{v:e} {c:#x}");
+        }
+    }
+
+    #[test]
+    fn nonfinite_block_policies() {
+        let mut x = vec![1.0f32; 32];
+        x[0] = f32::INFINITY;
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Torchao);
+        assert_eq!((s, c[0], c[1]), (0xFF, 0x7F, 0x7F));
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Nvidia);
+        assert_eq!((s, c[0], c[1]), (0xFE, 0x7E, 0x00));
+        x[0] = f32::NAN;
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Nvidia);
+        // amax ignores the NaN: 1.0 * fl32(1/448) rounds up to 2^-8.
+        assert_eq!((s, c[0], c[1]), (119, 0x7F, 0x78));
+    }
+
+    #[test]
+    fn axis_layout_rejects_bad_input() {
+        assert!(AxisLayout::new(&[4, 30], -1, 32, false).is_err());
+        assert!(AxisLayout::new(&[4, 30], -1, 32, true).is_ok());
+        assert!(AxisLayout::new(&[4, 32], 2, 32, false).is_err());
+        assert!(AxisLayout::new(&[4, 32], -1, 24, false).is_err());
+    }
+
+    #[test]
+    fn any_axis_equals_last_axis_of_the_transpose() {
+        let (a, b) = (64usize, 3usize);
+        let x: Vec<f32> = (0..a * b).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 0.37).collect();
+        let l0 = AxisLayout::new(&[a, b], 0, 32, false).unwrap();
+        let p = MxPreset::Ocp.policy(MxFormat::Fp8E4M3);
+        let q0 = quantize(&x, &l0, MxFormat::Fp8E4M3, &p).unwrap();
+        let xt: Vec<f32> = (0..a * b).map(|k| x[(k % a) * b + k / a]).collect();
+        let l1 = AxisLayout::new(&[b, a], -1, 32, false).unwrap();
+        let q1 = quantize(&xt, &l1, MxFormat::Fp8E4M3, &p).unwrap();
+        for k in 0..a * b {
+            assert_eq!(q0.codes[(k % a) * b + k / a], q1.codes[k]);
+        }
+        for bl in 0..2 {
+            for col in 0..b {
+                assert_eq!(q0.scales[bl * b + col], q1.scales[col * 2 + bl]);
+            }
+        }
+    }
+}
