@@ -1,6 +1,7 @@
 //! The `mxbi` command line: argument parsing, file I/O and reports. All
 //! numerics live in the library modules; this module only wires them up.
 
+mod bench;
 mod demo;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
@@ -46,6 +47,8 @@ pub enum Command {
     Dequantize(DequantizeArgs),
     /// Print the value table of an element format.
     Formats(FormatsArgs),
+    /// Measure cast/quantize throughput (see docs/PERFORMANCE.md).
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -172,6 +175,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Quantize(a) => quantize(a),
         Command::Dequantize(a) => dequantize(a),
         Command::Formats(a) => formats(a),
+        Command::Bench(a) => bench::run(a),
     }
 }
 

@@ -15,11 +15,12 @@ pub enum E8m0Rule {
     /// nearest-even ties go to the even byte). Values below 2^-127 become
     /// byte 0x00; results above 2^127 follow the overflow policy.
     Value,
-    /// c10 `fp8e8m0fnu_from_fp32_value` (torch): the f32 exponent field, plus
-    /// one iff guard && (round || sticky || field != 0); sign ignored;
-    /// Inf/NaN -> 0xFF. f64 inputs are first narrowed to f32 (RNE), as torch
-    /// does.
-    TorchBits,
+    /// Rounding "on the implicit bit", as ml_dtypes and torch (c10
+    /// `fp8e8m0fnu_from_fp32_value`) do it: for |x| >= 2^-126 nearest with
+    /// ties up (the implicit bit is the LSB); below 2^-126 (where f32 has no
+    /// implicit bit) values up to 2^-127 give 0x00 and values above it 0x01.
+    /// The policy's rounding mode must be nearest-away.
+    ImplicitBit,
 }
 
 /// What +-0 becomes.
@@ -46,30 +47,16 @@ pub enum E8m0Negative {
 
 /// Encode an f32 to an E8M0 byte under `p`.
 pub fn encode_e8m0_f32(x: f32, p: &CastPolicy, index: u64) -> u8 {
-    if p.e8m0_rule == E8m0Rule::TorchBits {
-        return torch_bits(x.to_bits());
-    }
     encode_e8m0(Input::from_f32(x), p, index)
 }
 
-/// Encode an f64 to an E8M0 byte under `p`.
+/// Encode an f64 to an E8M0 byte under `p` (through f32 first when the
+/// policy says `f64_via_f32`).
 pub fn encode_e8m0_f64(x: f64, p: &CastPolicy, index: u64) -> u8 {
-    if p.e8m0_rule == E8m0Rule::TorchBits {
-        return torch_bits((x as f32).to_bits());
+    if p.f64_via_f32 {
+        return encode_e8m0_f32(x as f32, p, index);
     }
     encode_e8m0(Input::from_f64(x), p, index)
-}
-
-fn torch_bits(bits: u32) -> u8 {
-    let exponent = (bits >> 23) & 0xFF;
-    if exponent == 0xFF {
-        return 0xFF;
-    }
-    let g = bits & 0x40_0000 != 0;
-    let r = bits & 0x20_0000 != 0;
-    let s = bits & 0x1F_FFFF != 0;
-    let lsb = exponent > 0;
-    (exponent + (g && (r || s || lsb)) as u32) as u8
 }
 
 pub(crate) fn encode_e8m0(input: Input, p: &CastPolicy, index: u64) -> u8 {
@@ -98,6 +85,13 @@ pub(crate) fn encode_e8m0(input: Input, p: &CastPolicy, index: u64) -> u8 {
             let rem = sig - (1u64 << shift); // x = 2^e * (1 + rem / 2^shift)
             let up = if rem == 0 {
                 false
+            } else if p.e8m0_rule == E8m0Rule::ImplicitBit {
+                if e < -126 {
+                    // (2^-127, 2^-126) -> 2^-126; below 2^-127 clamps to 0x00 below
+                    e == -127
+                } else {
+                    rem >= (1u64 << shift) / 2
+                }
             } else {
                 let half = if shift == 0 { 0 } else { 1u64 << (shift - 1) };
                 let cmp = rem.cmp(&half);
@@ -159,6 +153,7 @@ mod tests {
         for &(b, ml, t, g) in rows {
             assert_eq!(enc(CastPreset::MlDtypes, b), ml, "ml_dtypes {b:#x}");
             assert_eq!(enc(CastPreset::Torch, b), t, "torch {b:#x}");
+            assert_eq!(torch_c10_rule(b), t, "c10 rule {b:#x}");
             assert_eq!(enc(CastPreset::Gfloat, b), g, "gfloat {b:#x}");
         }
         // NVIDIA round-up satfinite.
@@ -168,5 +163,29 @@ mod tests {
         assert_eq!(enc(CastPreset::Nvidia, 0x7f800000), 0xfe);
         assert_eq!(enc(CastPreset::Nvidia, 0x00400001), 0x01);
         assert_eq!(enc(CastPreset::Nvidia, 0x3f800001), 0x80);
+    }
+
+    /// c10's bit formulation, written out as torch does it: exponent field,
+    /// plus one iff guard && (round || sticky || field != 0); sign ignored.
+    fn torch_c10_rule(bits: u32) -> u8 {
+        let exponent = (bits >> 23) & 0xFF;
+        if exponent == 0xFF {
+            return 0xFF;
+        }
+        let g = bits & 0x40_0000 != 0;
+        let r = bits & 0x20_0000 != 0;
+        let s = bits & 0x1F_FFFF != 0;
+        (exponent + (g && (r || s || exponent > 0)) as u32) as u8
+    }
+
+    #[test]
+    fn implicit_bit_rule_equals_c10_bit_rule_on_every_f32() {
+        let p = CastPreset::Torch.policy(Format::E8M0);
+        let bad = (0u32..=u32::MAX)
+            .step_by(61)
+            .chain(0..0x0100_0000)
+            .filter(|&b| encode_e8m0_f32(f32::from_bits(b), &p, 0) != torch_c10_rule(b))
+            .count();
+        assert_eq!(bad, 0);
     }
 }

@@ -123,9 +123,12 @@ pub fn encode_f32(x: f32, format: Format, p: &CastPolicy, index: u64) -> Result<
     encode_input(Input::from_f32(x), format, p, index).map_err(|e| e.with_value(|| format!("{x:e}")))
 }
 
-/// Encode one f64 under `p` (exact: no intermediate f32 rounding, except
-/// the torch E8M0 rule which narrows to f32 first as torch does).
+/// Encode one f64 under `p`: exact, single rounding, unless the policy asks
+/// for the f32 detour (`f64_via_f32`) or uses the torch E8M0 rule.
 pub fn encode_f64(x: f64, format: Format, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
+    if p.f64_via_f32 {
+        return encode_f32(x as f32, format, p, index);
+    }
     if format == Format::E8M0 {
         return Ok(super::e8m0::encode_e8m0_f64(x, p, index) as u16);
     }
@@ -161,6 +164,17 @@ fn sr(p: &CastPolicy, index: u64) -> Option<(u32, u64)> {
 
 fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
     let sign_of = |neg: bool| if neg { mf.sign_mask() } else { 0 };
+    // The NaN code for an input NaN (with its payload) or an overflow (payload 0).
+    let nan_code = |negative: bool, payload: u64| -> u16 {
+        let exp_ones = (mf.sign_mask() - 1) & !((1 << mf.mbits) - 1);
+        let top = (payload >> (64 - mf.mbits)) as u16;
+        match p.nan_out {
+            NanOut::Canonical(c) => c,
+            NanOut::SignedCanonical(c) => sign_of(negative) | c,
+            NanOut::TruncatePayload => sign_of(negative) | exp_ones | top.max(1),
+            NanOut::QuietPayload => sign_of(negative) | exp_ones | (1 << (mf.mbits - 1)) | top,
+        }
+    };
     let overflow = |negative: bool, from_inf: bool| -> Result<u16, CastError> {
         let sat = match p.overflow {
             Overflow::Saturate => true,
@@ -172,8 +186,8 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
         if let Some(inf) = mf.inf_mag() {
             return Ok(sign_of(negative) | inf);
         }
-        if let Some(nan) = mf.nan_mag() {
-            return Ok(sign_of(negative) | nan);
+        if mf.has_nan() {
+            return Ok(nan_code(negative, 0));
         }
         Err(CastError::Overflow {
             format,
@@ -186,24 +200,14 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
         Input::Inf { negative } => overflow(negative, true),
         Input::Nan { negative, payload } => {
             if mf.has_nan() {
-                Ok(match p.nan_out {
-                    NanOut::Canonical(c) => c,
-                    NanOut::SignedCanonical(c) => sign_of(negative) | c,
-                    NanOut::TruncatePayload => {
-                        let inf = mf.inf_mag().unwrap_or(mf.nan_mag().unwrap());
-                        let mut m = (payload >> (64 - mf.mbits)) as u16;
-                        if m == 0 {
-                            m = 1;
-                        }
-                        sign_of(negative) | (inf & !((1 << mf.mbits) - 1)) | m
-                    }
-                })
+                Ok(nan_code(negative, payload))
             } else {
                 match p.nan {
                     NanPolicy::Error => Err(CastError::Nan { format, index }),
                     NanPolicy::NegZero => Ok(mf.sign_mask()),
                     NanPolicy::Zero => Ok(0),
                     NanPolicy::PosMax => Ok(mf.max_mag()),
+                    NanPolicy::FlipSignZero => Ok(if negative { 0 } else { mf.sign_mask() }),
                 }
             }
         }
@@ -249,7 +253,7 @@ fn encode_int8(x: Input, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
                 format: Format::Int8,
                 index,
             }),
-            NanPolicy::NegZero | NanPolicy::Zero => Ok(0),
+            NanPolicy::NegZero | NanPolicy::Zero | NanPolicy::FlipSignZero => Ok(0),
             NanPolicy::PosMax => Ok(127),
         },
         Input::Finite { negative, sig, exp } => {

@@ -41,6 +41,9 @@ pub enum NanPolicy {
     PosMax,
     /// +0.
     Zero,
+    /// -0 with the input's sign bit xor-ed in: +NaN -> -0, -NaN -> +0
+    /// (ml_dtypes: its NaN for these types is -0, and the sign is applied on top).
+    FlipSignZero,
 }
 
 impl FromStr for NanPolicy {
@@ -51,8 +54,9 @@ impl FromStr for NanPolicy {
             "neg-zero" => Ok(NanPolicy::NegZero),
             "pos-max" => Ok(NanPolicy::PosMax),
             "zero" => Ok(NanPolicy::Zero),
+            "flip-sign-zero" => Ok(NanPolicy::FlipSignZero),
             _ => Err(format!(
-                "unknown NaN policy '{s}'; expected error, neg-zero, pos-max or zero"
+                "unknown NaN policy '{s}'; expected error, neg-zero, pos-max, zero or flip-sign-zero"
             )),
         }
     }
@@ -69,6 +73,8 @@ pub enum NanOut {
     /// IEEE narrowing as numpy does it: sign kept, top payload bits kept, a
     /// payload that truncates to zero becomes 1.
     TruncatePayload,
+    /// sign kept, quiet bit set, top payload bits kept (c10's f32 -> f16).
+    QuietPayload,
 }
 
 /// Every choice that determines the code a value is cast to.
@@ -90,6 +96,9 @@ pub struct CastPolicy {
     pub e8m0_negative: E8m0Negative,
     /// MX INT8 only: whether -2.0 (code 0x80) may be produced.
     pub int8_allow_neg2: bool,
+    /// f64 inputs are first narrowed to f32 (nearest-even), then cast: the
+    /// double rounding of numpy `astype` and torch `.to()` from float64.
+    pub f64_via_f32: bool,
 }
 
 impl CastPolicy {
@@ -106,6 +115,7 @@ impl CastPolicy {
             e8m0_zero: E8m0Zero::Nan,
             e8m0_negative: E8m0Negative::Nan,
             int8_allow_neg2: true,
+            f64_via_f32: false,
         }
     }
 
@@ -118,11 +128,8 @@ impl CastPolicy {
                 self.stochastic.bits
             ));
         }
-        if self.e8m0_rule == E8m0Rule::TorchBits && format == Format::E8M0 && self.rounding != Rounding::NearestEven {
-            return Err(
-                "the torch E8M0 rule is fixed (its own nearest rounding); use --round nearest-even or another preset"
-                    .into(),
-            );
+        if self.e8m0_rule == E8m0Rule::ImplicitBit && format == Format::E8M0 && self.rounding != Rounding::NearestAway {
+            return Err("this preset's E8M0 rule rounds to nearest with ties up (on the implicit bit); use --round nearest-away, or --preset nvidia/gfloat for other modes".into());
         }
         if format == Format::Int8 && self.nan == NanPolicy::NegZero {
             return Err("int8 has no -0; choose a NaN policy of error, zero or pos-max".into());
@@ -148,20 +155,26 @@ pub const fn default_nan_out(format: Format) -> NanOut {
 #[serde(rename_all = "snake_case")]
 pub enum CastPreset {
     /// ml_dtypes 0.6 numpy `astype`: non-saturating RNE; E4M3 overflow/Inf -> NaN;
-    /// FP6/FP4 overflow/Inf -> max and NaN -> -0; E8M0 ties up (rounding on
-    /// the implicit bit), zero/negative/overflow -> NaN.
+    /// FP6/FP4 overflow/Inf -> max and NaN -> -0 (sign flipped by the NaN's
+    /// sign); E8M0 ties up (rounding on the implicit bit), zero/negative/
+    /// overflow -> NaN; f16 NaN payloads truncated as numpy; f64 inputs go
+    /// through f32 first.
     MlDtypes,
     /// NVIDIA PTX `cvt.rn.satfinite` for FP8/FP6/FP4 (NaN -> 0x7F for FP8,
     /// NaN -> +max for FP6/FP4), `cvt.rp.satfinite.ue8m0x2.f32` for E8M0,
     /// `cvt.rn.bf16/f16.f32` (non-saturating) for bf16/f16.
     Nvidia,
-    /// torch eager `.to()`: E4M3 saturates (also Inf), E5M2 does not; E8M0 via
-    /// c10's bit rule (exponent field, round on guard/round/sticky with the
-    /// implicit bit as LSB, sign ignored, Inf/NaN -> 0xFF).
+    /// torch eager `.to()`: E4M3 saturates (also Inf), E5M2 does not; FP8 NaN
+    /// -> 0x7F with the sign; bf16 NaN -> 0xFFFF (1-d tensors); f16 NaN
+    /// quieted with its top payload bits; E8M0 via c10's bit rule (exponent
+    /// field, round on guard/round/sticky with the implicit bit as LSB, sign
+    /// ignored, zero -> 0x00, Inf/NaN -> 0xFF); f64 inputs go through f32
+    /// first.
     Torch,
     /// gfloat `round_float(..., TiesToEven, sat=False)`: E8M0 ties to even;
-    /// NaN into a format without NaN, or overflow where there is no Inf/NaN,
-    /// raises.
+    /// every NaN it produces is all-ones (0xFF, 0xFFFF); NaN into a format
+    /// without NaN, or overflow where there is no Inf/NaN, raises. Its E8M0
+    /// underflow bug (values below 2^-127 -> NaN) is not reproduced.
     Gfloat,
 }
 
@@ -190,11 +203,16 @@ impl CastPreset {
                 match format {
                     Format::E3M2 | Format::E2M3 | Format::E2M1 => {
                         p.overflow = Overflow::Saturate;
-                        p.nan = NanPolicy::NegZero;
+                        p.nan = NanPolicy::FlipSignZero;
                     }
-                    Format::E8M0 => p.rounding = Rounding::NearestAway,
+                    Format::E8M0 => {
+                        p.rounding = Rounding::NearestAway;
+                        p.e8m0_rule = E8m0Rule::ImplicitBit;
+                    }
+                    Format::F16 => p.nan_out = NanOut::TruncatePayload,
                     _ => {}
                 }
+                p.f64_via_f32 = true;
                 p.e8m0_zero = E8m0Zero::Nan;
                 p.e8m0_negative = E8m0Negative::Nan;
             }
@@ -222,15 +240,24 @@ impl CastPreset {
                     _ => Overflow::NonFinite,
                 };
                 p.nan_out = match format {
-                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0x7F),
+                    Format::E4M3 | Format::E5M2 => NanOut::SignedCanonical(0x7F),
+                    Format::BF16 => NanOut::Canonical(0xFFFF),
+                    Format::F16 => NanOut::QuietPayload,
                     f => default_nan_out(f),
                 };
-                p.e8m0_rule = E8m0Rule::TorchBits;
+                if format == Format::E8M0 {
+                    p.rounding = Rounding::NearestAway;
+                }
+                p.e8m0_rule = E8m0Rule::ImplicitBit;
+                p.e8m0_zero = E8m0Zero::Min;
+                p.e8m0_negative = E8m0Negative::Abs;
+                p.f64_via_f32 = true;
             }
             CastPreset::Gfloat => {
                 p.nan = NanPolicy::Error;
                 p.nan_out = match format {
                     Format::E4M3 | Format::E5M2 => NanOut::Canonical(0xFF),
+                    Format::BF16 | Format::F16 => NanOut::Canonical(0xFFFF),
                     f => default_nan_out(f),
                 };
             }

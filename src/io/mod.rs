@@ -18,7 +18,7 @@
 //!   C order only (see [`npy`]). Writing is byte-identical to `numpy.save`.
 //!   BF16 and FP8 have no `.npy` dtype and cannot be written there.
 //! * `.safetensors`: dtypes F32 F64 F16 BF16 U8 U16 I8 I32 I64 F8_E4M3
-//!   F8_E5M2 (see [`safetensors`](self::safetensors)).
+//!   F8_E5M2 (see [`safetensors`]).
 //! * [`load_tensor`] dispatches on the extension (`.npy`, `.safetensors`),
 //!   falling back to sniffing the content for other extensions.
 
@@ -41,7 +41,7 @@ pub use self::npy::{
     npy_header_bytes, read_npy, read_npy_bytes, read_npy_header, write_npy, write_npy_tensor, NpyHeader, NpyWriter,
 };
 pub use self::safetensors::{write_safetensors, write_safetensors_tensors, RawTensor, SafetensorsFile};
-pub use self::tensor::{fp8_e4m3_to_f32, fp8_e5m2_to_f32, Bytes, Element, TensorData};
+pub use self::tensor::{Bytes, Element, TensorData};
 
 /// Description of one tensor in a file, without loading it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -129,7 +129,7 @@ impl SafetensorsFile {
         if n2 != n {
             return Err(bad("inconsistent header length".to_string()));
         }
-        let mut items: Vec<(String, StDtype, Vec<usize>, (usize, usize))> = meta
+        let mut items: Vec<_> = meta
             .tensors()
             .into_iter()
             .map(|(name, info)| (name, info.dtype, info.shape.clone(), info.data_offsets))

@@ -342,8 +342,14 @@ impl TensorData {
             DType::U16 => view_le::<u16>(b).iter().map(|&x| x as f32).collect(),
             DType::I32 => view_le::<i32>(b).iter().map(|&x| x as f32).collect(),
             DType::I64 => view_le::<i64>(b).iter().map(|&x| x as f32).collect(),
-            DType::F8E4M3 => b.iter().map(|&x| fp8_e4m3_to_f32(x)).collect(),
-            DType::F8E5M2 => b.iter().map(|&x| fp8_e5m2_to_f32(x)).collect(),
+            DType::F8E4M3 => b
+                .iter()
+                .map(|&x| crate::format::Format::E4M3.decode_f32(x as u16))
+                .collect(),
+            DType::F8E5M2 => b
+                .iter()
+                .map(|&x| crate::format::Format::E5M2.decode_f32(x as u16))
+                .collect(),
         }
     }
 
@@ -388,26 +394,4 @@ fn view_le_u64(b: &[u8]) -> Cow<'_, [u64]> {
             })
             .collect(),
     )
-}
-
-/// Decode an OCP FP8 E4M3 ("FN": bias 7, no infinities, `S.1111.111` = NaN).
-pub fn fp8_e4m3_to_f32(x: u8) -> f32 {
-    let sign = if x & 0x80 != 0 { -1.0f32 } else { 1.0 };
-    let e = ((x >> 3) & 0xF) as i32;
-    let m = (x & 0x7) as f32;
-    if e == 0xF && (x & 0x7) == 0x7 {
-        return f32::NAN;
-    }
-    let mag = if e == 0 {
-        m * (2.0f32).powi(-9) // m/8 * 2^(1-7)
-    } else {
-        (1.0 + m / 8.0) * (2.0f32).powi(e - 7)
-    };
-    sign * mag
-}
-
-/// Decode an OCP FP8 E5M2 (bias 15, IEEE-like infinities and NaNs).
-pub fn fp8_e5m2_to_f32(x: u8) -> f32 {
-    // E5M2 is the top byte of an IEEE binary16.
-    f16::from_bits((x as u16) << 8).to_f32()
 }

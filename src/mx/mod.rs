@@ -17,7 +17,7 @@ mod quantize;
 
 pub use dot::{block_dot, BlockDot, DotError};
 pub use layout::{swizzle_128x4, swizzled_len, unswizzle_128x4, ScaleLayout};
-pub use policy::{MxFormat, MxPolicy, MxPreset, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
+pub use policy::{MxFormat, MxPolicy, MxPreset, NanBlockCodes, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
 pub use quantize::{
     block_scale, dequantize, dequantize_f64, quantize, quantize_block, AxisLayout, MxError, QuantStats, Quantized,
 };

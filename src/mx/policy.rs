@@ -93,7 +93,9 @@ pub enum ScaleMode {
     /// `E = ceil(log2 amax) - emax`.
     Ceil,
     /// torchao's EVEN: add half an element ulp to the bits of amax
-    /// (`bits + 2^(22 - mbits)`), clear the mantissa, then FLOOR.
+    /// (`bits + 2^(22 - mbits)`), clear the mantissa, then FLOOR. If that
+    /// carries amax to Inf (blocks near f32 max), the block is treated as
+    /// non-finite, as torchao does.
     Even,
     /// NVIDIA (cuBLAS/TE): `s = fl32(amax * fl32(1/max_elem))`, then `s`
     /// rounded up to a power of two (exactly, including f32 subnormal `s`).
@@ -119,6 +121,29 @@ impl FromStr for ScaleMode {
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| format!("unknown scale mode '{s}'; expected floor, ceil, even or rceil"))
+    }
+}
+
+/// The element codes written into a block whose scale is NaN (0xFF).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NanBlockCodes {
+    /// The element format's NaN (0x7F for FP8), or 0 where it has none.
+    FormatNan,
+    /// What torchao writes: 0x7F for FP8; for FP6/FP4 the code of 1.5
+    /// (0x0E e3m2, 0x0C e2m3, 0x03 e2m1), an artifact of its kernels.
+    Torchao,
+}
+
+impl NanBlockCodes {
+    pub fn code(self, format: MxFormat) -> u8 {
+        match (self, format) {
+            (_, MxFormat::Fp8E4M3 | MxFormat::Fp8E5M2) => 0x7F,
+            (NanBlockCodes::FormatNan, _) | (_, MxFormat::Int8) => 0,
+            (NanBlockCodes::Torchao, MxFormat::Fp6E3M2) => 0x0E,
+            (NanBlockCodes::Torchao, MxFormat::Fp6E2M3) => 0x0C,
+            (NanBlockCodes::Torchao, MxFormat::Fp4E2M1) => 0x03,
+        }
     }
 }
 
@@ -162,6 +187,7 @@ pub struct MxPolicy {
     /// Element cast (rounding, saturation, NaN policy, INT8 -2.0).
     pub element: CastPolicy,
     pub nonfinite: NonFiniteBlock,
+    pub nan_block_codes: NanBlockCodes,
     pub zero_block: ZeroBlock,
     pub scale_overflow: ScaleOverflow,
     /// Treat f32-subnormal inputs as zero (microxcaling `flush_fp32_subnorms`).
@@ -176,7 +202,8 @@ pub enum MxPreset {
     /// to +-max, NaN scale for Inf/NaN blocks, MXINT8 -2.0 allowed.
     Ocp,
     /// torchao HEAD `to_mx`: FLOOR by default, RNE saturating elements,
-    /// non-finite amax -> scale 0xFF and NaN data, scale overflow -> 0xFF.
+    /// non-finite amax -> scale 0xFF and NaN data (FP6/FP4: the code of 1.5),
+    /// scale overflow -> 0xFF.
     Torchao,
     /// TransformerEngine / cuBLAS: RCEIL, `cvt.rn.satfinite` elements,
     /// Inf amax -> 0xFE with saturated data, NaN ignored by amax.
@@ -213,12 +240,14 @@ impl MxPreset {
             scale_mode: ScaleMode::Floor,
             element,
             nonfinite: NonFiniteBlock::NanScale,
+            nan_block_codes: NanBlockCodes::FormatNan,
             zero_block: ZeroBlock::Min,
             scale_overflow: ScaleOverflow::Nan,
             flush_subnormals: false,
         };
         match self {
-            MxPreset::Ocp | MxPreset::Torchao => {}
+            MxPreset::Ocp => {}
+            MxPreset::Torchao => p.nan_block_codes = NanBlockCodes::Torchao,
             MxPreset::Nvidia => {
                 p.scale_mode = ScaleMode::Rceil;
                 p.nonfinite = NonFiniteBlock::Saturate;

@@ -2,7 +2,7 @@
 //! array.
 
 use super::policy::{MxFormat, MxPolicy, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
-use crate::format::{encode_input, CastError, CastTable, Format, Input, Rounding};
+use crate::format::{encode_input, CastError, CastTable, Input, Rounding};
 use rayon::prelude::*;
 
 /// Why a quantization or dequantization request was rejected.
@@ -110,7 +110,8 @@ fn pow2_f32(k: i32) -> f32 {
 
 /// The block exponent for a finite, non-negative `amax` given by its bits, or
 /// `None` when the block scale is NaN (scale overflow under
-/// [`ScaleOverflow::Nan`]). Never uses a float `log2`.
+/// [`ScaleOverflow::Nan`], or EVEN rounding amax up to Inf). Never uses a
+/// float `log2`.
 pub fn block_scale(amax_bits: u32, format: MxFormat, p: &MxPolicy) -> Option<i32> {
     debug_assert!(amax_bits < 0x7F80_0000);
     if amax_bits == 0 {
@@ -140,6 +141,9 @@ pub fn block_scale(amax_bits: u32, format: MxFormat, p: &MxPolicy) -> Option<i32
         }
         ScaleMode::Even => {
             let bumped = (amax_bits + (1 << (22 - format.mbits()))) & 0x7F80_0000;
+            if bumped == 0x7F80_0000 {
+                return None; // rounded amax is Inf: a non-finite block
+            }
             // a subnormal amax that does not carry into the normal range has
             // exponent field 0: torchao reads it as 2^-127.
             (bumped >> 23) as i32 - 127 - emax
@@ -189,11 +193,7 @@ impl ElementCoder {
             Rounding::NearestEven | Rounding::NearestAway | Rounding::TowardZero => CastTable::build(el, &p.element),
             _ => None,
         };
-        let nan_code = match el {
-            Format::E4M3 => 0x7F,
-            Format::E5M2 => 0x7F,
-            _ => 0,
-        };
+        let nan_code = p.nan_block_codes.code(format);
         Ok(ElementCoder {
             format,
             policy: *p,
@@ -467,6 +467,7 @@ impl QuantStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Format;
     use crate::mx::MxPreset;
 
     fn q(x: &[f32], f: MxFormat, preset: MxPreset) -> (u8, Vec<u8>) {
