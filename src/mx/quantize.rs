@@ -518,6 +518,68 @@ mod tests {
     }
 
     #[test]
+    fn zero_blocks_subnormal_flush_and_signs() {
+        let mut x = vec![0.0f32; 32];
+        x[5] = -0.0;
+        let (s, c) = q(&x, MxFormat::Fp8E4M3, MxPreset::Ocp);
+        assert_eq!((s, c[0], c[5]), (0x00, 0x00, 0x80));
+        let mut p = MxPreset::Ocp.policy(MxFormat::Fp8E4M3);
+        p.zero_block = crate::mx::ZeroBlock::One;
+        assert_eq!(quantize_block(&x, MxFormat::Fp8E4M3, &p).unwrap().0, 0x7F);
+        // f32 subnormals: kept exactly by default (scale 2^-127), zero when flushed
+        let sub: Vec<f32> = (0..32).map(|i| f32::from_bits(0x0040_0000 + i * 0x1000)).collect();
+        let (s, c) = q(&sub, MxFormat::Fp8E4M3, MxPreset::Ocp);
+        assert_eq!(s, 0x00);
+        assert_eq!(Format::E4M3.decode_f64(c[0] as u16), 1.0); // 2^-127 / 2^-127
+        let mut p = MxPreset::Ocp.policy(MxFormat::Fp8E4M3);
+        p.flush_subnormals = true;
+        let (s, c) = quantize_block(&sub, MxFormat::Fp8E4M3, &p).unwrap();
+        assert_eq!(s, 0x00);
+        assert!(c.iter().all(|&c| c == 0));
+    }
+
+    #[test]
+    fn mxint8_minus_two() {
+        let mut x = vec![0.5f32; 32];
+        x[0] = -1.999; // * 64 = -127.94 -> -128
+        let (s, c) = q(&x, MxFormat::Int8, MxPreset::Ocp);
+        assert_eq!((s, c[0], c[1]), (127, 0x80, 32));
+        let (_, c) = q(&x, MxFormat::Int8, MxPreset::Microxcaling);
+        assert_eq!(c[0], 0x81);
+    }
+
+    #[test]
+    fn stochastic_elements_depend_on_index_and_seed_only() {
+        let x: Vec<f32> = (0..4096).map(|i| 1.0 + (i % 97) as f32 / 97.0).collect();
+        let l = AxisLayout::new(&[4096], -1, 32, false).unwrap();
+        let mut p = MxPreset::Ocp.policy(MxFormat::Fp8E4M3);
+        p.element.rounding = crate::format::Rounding::Stochastic;
+        let a = quantize(&x, &l, MxFormat::Fp8E4M3, &p).unwrap();
+        let b = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| quantize(&x, &l, MxFormat::Fp8E4M3, &p).unwrap());
+        assert_eq!(a, b);
+        p.element.stochastic.seed = 1;
+        assert_ne!(quantize(&x, &l, MxFormat::Fp8E4M3, &p).unwrap().codes, a.codes);
+    }
+
+    #[test]
+    fn padded_last_block_equals_zero_padding() {
+        let x: Vec<f32> = (0..40).map(|i| (i as f32 - 20.0) * 0.731).collect();
+        let l = AxisLayout::new(&[40], -1, 32, true).unwrap();
+        let p = MxPreset::Nvidia.policy(MxFormat::Fp8E4M3);
+        let got = quantize(&x, &l, MxFormat::Fp8E4M3, &p).unwrap();
+        let mut padded = x.clone();
+        padded.resize(64, 0.0);
+        let l64 = AxisLayout::new(&[64], -1, 32, false).unwrap();
+        let want = quantize(&padded, &l64, MxFormat::Fp8E4M3, &p).unwrap();
+        assert_eq!(got.scales, want.scales);
+        assert_eq!(got.codes[..], want.codes[..40]);
+    }
+
+    #[test]
     fn axis_layout_rejects_bad_input() {
         assert!(AxisLayout::new(&[4, 30], -1, 32, false).is_err());
         assert!(AxisLayout::new(&[4, 30], -1, 32, true).is_ok());
