@@ -3,6 +3,7 @@
 
 mod bench;
 mod demo;
+mod gemm;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
@@ -49,6 +50,12 @@ pub enum Command {
     Formats(FormatsArgs),
     /// Measure cast/quantize throughput (see docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Emulated GEMM under an accumulation order (docs/ORDERS.md).
+    Gemm(gemm::GemmArgs),
+    /// Print an order's canonical form and its reduction tree for a K.
+    Order(gemm::OrderArgs),
+    /// Every intermediate value of one output element.
+    Trace(gemm::TraceArgs),
 }
 
 #[derive(Args, Debug)]
@@ -176,6 +183,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Dequantize(a) => dequantize(a),
         Command::Formats(a) => formats(a),
         Command::Bench(a) => bench::run(a),
+        Command::Gemm(a) => gemm::gemm(a),
+        Command::Order(a) => gemm::order(a),
+        Command::Trace(a) => gemm::trace(a),
     }
 }
 
@@ -266,11 +276,12 @@ fn decode(a: DecodeArgs) -> Result<()> {
     save(&a.output, TensorData::from_slice(t.shape().to_vec(), &vals)?)
 }
 
-/// Reads a floating-point input as f32, refusing values that f32 cannot hold
-/// exactly (so that quantization never rounds twice).
-fn input_f32(t: &TensorData, path: &std::path::Path) -> Result<Vec<f32>> {
+/// Reads a floating-point input as f32 (borrowing the memory map for f32
+/// files), refusing values that f32 cannot hold exactly (so that
+/// quantization never rounds twice).
+fn input_f32<'a>(t: &'a TensorData, path: &std::path::Path) -> Result<std::borrow::Cow<'a, [f32]>> {
     Ok(match t.dtype() {
-        DType::F32 => t.as_f32()?.into_owned(),
+        DType::F32 => t.as_f32()?,
         DType::F16 => t.as_f16()?.iter().map(|h| h.to_f32()).collect(),
         DType::BF16 => t.as_bf16()?.iter().map(|h| h.to_f32()).collect(),
         DType::F64 => {
@@ -333,13 +344,13 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
     let shape = t.shape().to_vec();
     let layout = AxisLayout::new(&shape, a.shape.axis, a.shape.block, a.shape.pad)?;
     let x = input_f32(&t, &a.input)?;
-    drop(t);
     let q = mx::quantize(&x, &layout, a.format, &p)?;
     if a.stats {
         let st = mx::QuantStats::compute(&x, &q, &layout, a.format)?;
         println!("{}", serde_json::to_string(&st)?);
     }
     drop(x);
+    drop(t);
     let axis = if a.shape.axis < 0 {
         (a.shape.axis + shape.len() as isize) as usize
     } else {

@@ -1,0 +1,224 @@
+//! `mxbi gemm`, `mxbi order`, `mxbi trace`: file handling and printing only.
+
+use super::{load, save, CliError, Result};
+use crate::gemm::{self, BLayout, Matrix, Problem};
+use crate::io::{DType, TensorData};
+use crate::mx::MxFormat;
+use crate::order::Order;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct OperandArgs {
+    /// A: [M, K] (f32, f16 or bf16 values; uint8 codes with --format).
+    #[arg(long)]
+    pub a: PathBuf,
+    /// B: [K, N] (--b-layout kn) or [N, K] (nk).
+    #[arg(long)]
+    pub b: PathBuf,
+    #[arg(long, default_value = "kn")]
+    pub b_layout: String,
+    /// MX inputs: A and B are codes of this format, with scales.
+    #[arg(long)]
+    pub format: Option<MxFormat>,
+    /// A scales [M, K/32] (E8M0, uint8).
+    #[arg(long)]
+    pub a_scales: Option<PathBuf>,
+    /// B scales [K/32, N] (kn) or [N, K/32] (nk).
+    #[arg(long)]
+    pub b_scales: Option<PathBuf>,
+    /// The accumulation order (docs/ORDERS.md).
+    #[arg(long)]
+    pub order: String,
+}
+
+#[derive(Args, Debug)]
+pub struct GemmArgs {
+    #[command(flatten)]
+    pub ops: OperandArgs,
+    /// Compute only these rows of C (comma-separated); the output is [rows, N].
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Option<Vec<usize>>,
+    /// Use the generic tree evaluator even where a fast kernel exists.
+    #[arg(long)]
+    pub generic: bool,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct OrderArgs {
+    pub spec: String,
+    /// Compile for this K and print the tree.
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Print every node instead of compressed chains.
+    #[arg(long)]
+    pub full: bool,
+    /// Compare with another order: print the first node where they differ.
+    #[arg(long)]
+    pub diff: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    #[command(flatten)]
+    pub ops: OperandArgs,
+    #[arg(long)]
+    pub row: usize,
+    #[arg(long)]
+    pub col: usize,
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn values(t: &TensorData, path: &Path) -> Result<Vec<f32>> {
+    Ok(match t.dtype() {
+        DType::F32 => t.as_f32()?.into_owned(),
+        DType::F16 => t.as_f16()?.iter().map(|h| h.to_f32()).collect(),
+        DType::BF16 => t.as_bf16()?.iter().map(|h| h.to_f32()).collect(),
+        DType::F64 => {
+            let v = t.as_f64()?;
+            if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x) {
+                return Err(CliError(format!("{}: element {i} ({x:e}) is not exactly representable in f32", path.display())));
+            }
+            v.iter().map(|&x| x as f32).collect()
+        }
+        d => return Err(CliError(format!("{}: expected f32/f16/bf16 values, got {}", path.display(), d.name()))),
+    })
+}
+
+fn dims2(t: &TensorData, path: &Path) -> Result<(usize, usize)> {
+    match t.shape() {
+        [r, c] => Ok((*r, *c)),
+        s => Err(CliError(format!("{}: expected a 2-d array, got shape {s:?}", path.display()))),
+    }
+}
+
+/// Loaded operands and the problem they form.
+struct Loaded {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    af: Vec<f32>,
+    bf: Vec<f32>,
+    sa: Vec<u8>,
+    sb: Vec<u8>,
+    format: Option<MxFormat>,
+    m: usize,
+    n: usize,
+    k: usize,
+    layout: BLayout,
+}
+
+impl Loaded {
+    fn problem(&self) -> Problem<'_> {
+        let (a, b) = match self.format {
+            None => (Matrix::F32(&self.af), Matrix::F32(&self.bf)),
+            Some(f) => (
+                Matrix::Mx { codes: &self.a, scales: &self.sa, format: f },
+                Matrix::Mx { codes: &self.b, scales: &self.sb, format: f },
+            ),
+        };
+        Problem { a, b, m: self.m, n: self.n, k: self.k, b_layout: self.layout }
+    }
+}
+
+fn load_operands(o: &OperandArgs) -> Result<Loaded> {
+    let layout = match o.b_layout.as_str() {
+        "kn" => BLayout::Kn,
+        "nk" => BLayout::Nk,
+        x => return Err(CliError(format!("unknown --b-layout '{x}'; expected kn or nk"))),
+    };
+    let ta = load(&o.a, None)?;
+    let tb = load(&o.b, None)?;
+    let (m, ka) = dims2(&ta, &o.a)?;
+    let (b0, b1) = dims2(&tb, &o.b)?;
+    let (kb, n) = if layout == BLayout::Kn { (b0, b1) } else { (b1, b0) };
+    if ka != kb {
+        return Err(CliError(format!(
+            "shape mismatch: A is [{m}, {ka}] but B ({}) has K = {kb}",
+            if layout == BLayout::Kn { "[K, N]" } else { "[N, K]" }
+        )));
+    }
+    let k = ka;
+    let mut l = Loaded { a: vec![], b: vec![], af: vec![], bf: vec![], sa: vec![], sb: vec![], format: o.format, m, n, k, layout };
+    match o.format {
+        None => {
+            if o.a_scales.is_some() || o.b_scales.is_some() {
+                return Err(CliError("--a-scales/--b-scales need --format (MX inputs)".into()));
+            }
+            l.af = values(&ta, &o.a)?;
+            l.bf = values(&tb, &o.b)?;
+        }
+        Some(_) => {
+            let (Some(pa), Some(pb)) = (&o.a_scales, &o.b_scales) else {
+                return Err(CliError("MX inputs need --a-scales and --b-scales".into()));
+            };
+            let codes = |t: &TensorData, p: &Path| -> Result<Vec<u8>> {
+                t.as_bits8().map(|c| c.to_vec()).map_err(|_| CliError(format!("{}: MX codes must be uint8", p.display())))
+            };
+            l.a = codes(&ta, &o.a)?;
+            l.b = codes(&tb, &o.b)?;
+            l.sa = codes(&load(pa, None)?, pa)?;
+            l.sb = codes(&load(pb, None)?, pb)?;
+        }
+    }
+    Ok(l)
+}
+
+fn parse_order(s: &str) -> Result<Order> {
+    Ok(s.parse::<Order>()?)
+}
+
+pub fn gemm(a: GemmArgs) -> Result<()> {
+    let order = parse_order(&a.ops.order)?;
+    let l = load_operands(&a.ops)?;
+    let p = l.problem();
+    let rows = a.rows.as_deref();
+    let c = if a.generic { gemm::gemm_generic(&order, &p, rows)? } else { gemm::gemm(&order, &p, rows)? };
+    let r = rows.map_or(l.m, |r| r.len());
+    save(&a.out, TensorData::from_slice(vec![r, l.n], &c)?)
+}
+
+pub fn order(a: OrderArgs) -> Result<()> {
+    let o = parse_order(&a.spec)?;
+    match o.preset_name() {
+        Some(p) => println!("{o}    (preset {p})"),
+        None => println!("{o}"),
+    }
+    if let Some(other) = &a.diff {
+        let k = a.k.ok_or_else(|| CliError("--diff needs --k".into()))?;
+        let o2 = parse_order(other)?;
+        match o.compile(k).diff(&o2.compile(k)) {
+            None => println!("same tree for K = {k}"),
+            Some(d) => println!("first difference at node {}:\n  {}\n  {}", d.index, d.left, d.right),
+        }
+        return Ok(());
+    }
+    if let Some(k) = a.k {
+        let t = o.compile(k);
+        println!("tree for K = {k}: {} nodes", t.nodes.len());
+        if a.full {
+            print!("{}", t.listing());
+            println!("root = %{}", t.root);
+        } else {
+            println!("{t}");
+        }
+    }
+    Ok(())
+}
+
+pub fn trace(a: TraceArgs) -> Result<()> {
+    let order = parse_order(&a.ops.order)?;
+    let l = load_operands(&a.ops)?;
+    let steps = gemm::trace(&order, &l.problem(), a.row, a.col)?;
+    for s in &steps {
+        if a.json {
+            println!("{}", serde_json::to_string(s)?);
+        } else {
+            println!("{:<60} {:>16e}  {}", s.op, s.value, s.bits);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! Emulated GEMM: `C = A x B` under an accumulation [`Order`], bit for bit.
+//!
+//! A is `[M, K]` row-major; B is `[K, N]` (`kn`) or `[N, K]` (`nk`). Inputs
+//! are f32 values (bf16/f16 widened exactly) or MX codes with E8M0 scales
+//! (blocks of 32 along K). Every output element is the evaluation of the
+//! order's reduction tree; [`eval`] is the generic evaluator of any tree,
+//! [`fast`] holds kernels for common families that must agree with it bit
+//! for bit. Rows are computed in parallel; results do not depend on the
+//! thread count.
+
+pub mod eval;
+pub mod fast;
+pub mod step;
+
+use crate::format::{encode_f32, CastPolicy, Format};
+use crate::mx::MxFormat;
+use crate::order::{Family, InType, MxScale, Order};
+use rayon::prelude::*;
+
+/// One operand.
+#[derive(Clone, Copy, Debug)]
+pub enum Matrix<'a> {
+    /// f32 values, row-major.
+    F32(&'a [f32]),
+    /// MX codes (row-major, same shape as the matrix) and E8M0 scales with
+    /// blocks of 32 along K: A scales `[M, K/32]`; B scales `[K/32, N]`
+    /// (`kn`) or `[N, K/32]` (`nk`).
+    Mx { codes: &'a [u8], scales: &'a [u8], format: MxFormat },
+}
+
+/// Layout of B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BLayout {
+    Kn,
+    Nk,
+}
+
+/// A GEMM problem.
+#[derive(Clone, Copy, Debug)]
+pub struct Problem<'a> {
+    pub a: Matrix<'a>,
+    pub b: Matrix<'a>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub b_layout: BLayout,
+}
+
+/// The MX block size along K.
+pub const MX_BLOCK: usize = 32;
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GemmError {
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    #[error("{operand}[{index}] = {value:e} is not exactly representable in {ty}, which the order's step reads (in={ty})")]
+    NotRepresentable { operand: &'static str, index: usize, value: f32, ty: &'static str },
+    #[error("unsupported combination: {0}")]
+    Unsupported(String),
+    #[error("row {row} is out of range (M = {m})")]
+    Row { row: usize, m: usize },
+}
+
+/// Inputs normalised for evaluation: A `[M, K]`, B transposed to `[N, K]`
+/// so each output reads two contiguous rows.
+pub struct Prepared {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub kind: Kind,
+}
+
+/// What a term is.
+pub enum Kind {
+    /// Element products of f32 values (`scale=dequant` for MX inputs).
+    Values { a: Vec<f32>, bt: Vec<f32> },
+    /// Element products of MX element values with per-block scale exponents
+    /// (`scale=fused`, or `scale=block` with mma + promote).
+    Scaled { a: Vec<f32>, bt: Vec<f32>, xa: Vec<i32>, xb: Vec<i32>, fused: bool },
+    /// Exact block dots (`scale=block` with fma/muladd); terms are blocks.
+    Blocks { a: Vec<u8>, sa: Vec<u8>, bt: Vec<u8>, sb: Vec<u8>, fa: Format, fb: Format },
+}
+
+impl Prepared {
+    /// Number of terms per output (k, or k/32 for block terms).
+    pub fn terms(&self) -> usize {
+        match self.kind {
+            Kind::Blocks { .. } => self.k / MX_BLOCK,
+            _ => self.k,
+        }
+    }
+}
+
+fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = vec![T::default(); x.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = x[r * cols + c];
+        }
+    }
+    out
+}
+
+fn representable(v: f32, t: InType) -> bool {
+    let Some(f) = t.format() else { return true };
+    if v.is_nan() {
+        return f.has_nan();
+    }
+    match encode_f32(v, f, &CastPolicy::ieee(f), 0) {
+        Ok(c) => {
+            let back = f.decode_f32(c);
+            back.to_bits() == v.to_bits() || (v == 0.0 && back == 0.0 && v.is_sign_negative() == back.is_sign_negative())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Validates shapes, the order against the inputs, and normalises.
+pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let need = |what: &str, got: usize, want: usize| -> Result<(), GemmError> {
+        if got != want {
+            return Err(GemmError::Shape(format!("{what} has {got} elements, expected {want}")));
+        }
+        Ok(())
+    };
+    let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
+    if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
+        return Err(GemmError::Unsupported("A and B must both be MX or both be plain values".into()));
+    }
+    if !mx && order.scale != MxScale::Dequant {
+        return Err(GemmError::Unsupported(format!(
+            "scale={} needs MX inputs (codes and scales)",
+            if order.scale == MxScale::Block { "block" } else { "fused" }
+        )));
+    }
+    let kind = match (p.a, p.b) {
+        (Matrix::F32(a), Matrix::F32(b)) => {
+            need("A", a.len(), m * k)?;
+            need("B", b.len(), k * n)?;
+            let bt = if p.b_layout == BLayout::Kn { transpose(b, k, n) } else { b.to_vec() };
+            Kind::Values { a: a.to_vec(), bt }
+        }
+        (Matrix::Mx { codes: ca, scales: sa, format: fa }, Matrix::Mx { codes: cb, scales: sb, format: fb }) => {
+            if k % MX_BLOCK != 0 {
+                return Err(GemmError::Shape(format!("K = {k} is not a multiple of the MX block ({MX_BLOCK})")));
+            }
+            let kb = k / MX_BLOCK;
+            need("A codes", ca.len(), m * k)?;
+            need("B codes", cb.len(), k * n)?;
+            need("A scales", sa.len(), m * kb)?;
+            need("B scales", sb.len(), kb * n)?;
+            let (cbt, sbt) = if p.b_layout == BLayout::Kn {
+                (transpose(cb, k, n), transpose(sb, kb, n))
+            } else {
+                (cb.to_vec(), sb.to_vec())
+            };
+            let (ea, eb) = (fa.element(), fb.element());
+            for (name, codes, f) in [("A", ca, ea), ("B", cb, eb)] {
+                if let Some(i) = codes.iter().position(|&c| c as u32 >= f.code_count()) {
+                    return Err(GemmError::Shape(format!("{name} code {:#x} at {i} is not a valid {f} code", codes[i])));
+                }
+            }
+            let values = |c: &[u8], f: Format| -> Vec<f32> { c.iter().map(|&x| f.decode_f32(x as u16)).collect() };
+            let exps = |s: &[u8], rows: usize| -> Vec<i32> {
+                // per element (row, k) the block scale exponent; 0xFF -> NaN marker
+                let mut out = Vec::with_capacity(rows * k);
+                for r in 0..rows {
+                    for kk in 0..k {
+                        let b = s[r * kb + kk / MX_BLOCK];
+                        out.push(if b == 0xFF { i32::MIN } else { b as i32 - 127 });
+                    }
+                }
+                out
+            };
+            match (order.scale, order.family) {
+                (MxScale::Dequant, _) => {
+                    let deq = |c: &[u8], s: &[u8], rows: usize, f: Format| -> Vec<f32> {
+                        (0..rows * k)
+                            .map(|i| {
+                                let sc = s[(i / k) * kb + (i % k) / MX_BLOCK];
+                                if sc == 0xFF {
+                                    f32::NAN
+                                } else {
+                                    (f.decode_f64(c[i] as u16) * 2f64.powi(sc as i32 - 127)) as f32
+                                }
+                            })
+                            .collect()
+                    };
+                    Kind::Values { a: deq(ca, sa, m, ea), bt: deq(&cbt, &sbt, n, eb) }
+                }
+                (MxScale::Block, Family::Fma | Family::MulAdd) => {
+                    Kind::Blocks { a: ca.to_vec(), sa: sa.to_vec(), bt: cbt, sb: sbt, fa: ea, fb: eb }
+                }
+                (MxScale::Block | MxScale::Fused, Family::Mma(_)) => Kind::Scaled {
+                    a: values(ca, ea),
+                    bt: values(&cbt, eb),
+                    xa: exps(sa, m),
+                    xb: exps(&sbt, n),
+                    fused: order.scale == MxScale::Fused,
+                },
+                (MxScale::Fused, _) => unreachable!("rejected by the order parser"),
+            }
+        }
+        _ => unreachable!(),
+    };
+    // The hardware step's input type.
+    if let Some(mm) = order.mma() {
+        let (a, bt) = match &kind {
+            Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
+            Kind::Blocks { .. } => unreachable!(),
+        };
+        for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
+            if let Some(i) = v.iter().position(|&x| !representable(x, mm.input)) {
+                // report B's index in the caller's layout
+                let idx = if name == "B" && p.b_layout == BLayout::Kn { (i % cols) * n + i / cols } else { i };
+                return Err(GemmError::NotRepresentable { operand: name, index: idx, value: v[i], ty: mm.input.name() });
+            }
+        }
+    }
+    Ok(Prepared { m, n, k, kind })
+}
+
+/// Computes the selected rows (all when `rows` is None) of `C`, row-major
+/// `[rows, N]`, with the fast kernels where they apply.
+pub fn gemm(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
+    let prep = prepare(order, p)?;
+    let rows = select_rows(rows, prep.m)?;
+    if let Some(out) = fast::gemm(order, &prep, &rows) {
+        return Ok(out);
+    }
+    Ok(gemm_generic_prepared(order, &prep, &rows))
+}
+
+/// The same with the generic tree evaluator only (the reference the fast
+/// kernels are tested against).
+pub fn gemm_generic(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
+    let prep = prepare(order, p)?;
+    let rows = select_rows(rows, prep.m)?;
+    Ok(gemm_generic_prepared(order, &prep, &rows))
+}
+
+fn select_rows(rows: Option<&[usize]>, m: usize) -> Result<Vec<usize>, GemmError> {
+    match rows {
+        None => Ok((0..m).collect()),
+        Some(r) => {
+            if let Some(&bad) = r.iter().find(|&&i| i >= m) {
+                return Err(GemmError::Row { row: bad, m });
+            }
+            Ok(r.to_vec())
+        }
+    }
+}
+
+fn gemm_generic_prepared(order: &Order, prep: &Prepared, rows: &[usize]) -> Vec<f32> {
+    let tree = order.compile(prep.terms());
+    let n = prep.n;
+    let mut out = vec![0f32; rows.len() * n];
+    out.par_chunks_mut(n.max(1)).zip(rows.par_iter()).for_each(|(row, &i)| {
+        let mut scratch = Vec::new();
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
+        }
+    });
+    out
+}
+
+/// Every intermediate value of output (i, j), in evaluation order.
+pub fn trace(order: &Order, p: &Problem, i: usize, j: usize) -> Result<Vec<eval::TraceStep>, GemmError> {
+    let prep = prepare(order, p)?;
+    if i >= prep.m || j >= prep.n {
+        return Err(GemmError::Shape(format!("element ({i}, {j}) is outside C [{}, {}]", prep.m, prep.n)));
+    }
+    let tree = order.compile(prep.terms());
+    let mut steps = Vec::new();
+    let mut scratch = Vec::new();
+    eval::evaluate(&tree, order, &prep, i, j, &mut scratch, Some(&mut steps));
+    Ok(steps)
+}

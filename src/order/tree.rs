@@ -1,0 +1,454 @@
+//! The reduction tree of one output element: an SSA list of nodes in
+//! evaluation order (every operand refers to an earlier node). `k` indices
+//! name terms: the product `a[k] * b[k]`, or for MX `scale=block` with
+//! fma/muladd the exact dot of block `k`.
+
+use super::{CMode, Family, InType, MmaSplit, OutFmt, Order, Reduce, Tile};
+use std::fmt::{self, Write};
+
+pub type NodeId = u32;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// +0.
+    Zero,
+    /// `RN(acc + term_k)` (one rounding).
+    Fma { acc: NodeId, k: u32 },
+    /// `RN(acc + RN(term_k))`.
+    MulAdd { acc: NodeId, k: u32 },
+    /// One fused multi-term sum (tensor-core step): C plus the products of
+    /// `ks` (None = a zero product padding K), F alignment bits, result RZ
+    /// to `out` fraction bits.
+    Fused { c: NodeId, ks: Vec<Option<u32>>, f: u32, out: u32 },
+    /// `RN(a + b)`.
+    Add { a: NodeId, b: NodeId },
+    /// `fma(s, partial, acc)` with `s` the scale product of the block
+    /// starting at term `k0` (1.0 without block scales).
+    Promote { acc: NodeId, partial: NodeId, k0: u32 },
+    /// Final conversion (RNE) to bf16/f16, widened back to f32.
+    Convert { x: NodeId, to: OutFmt },
+}
+
+/// A compiled order for one K.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+    pub root: NodeId,
+    /// Number of terms.
+    pub k: usize,
+    /// The input type of fused steps (mma families).
+    pub input: Option<InType>,
+}
+
+/// Where two trees first differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    pub index: usize,
+    pub left: String,
+    pub right: String,
+}
+
+struct Builder {
+    nodes: Vec<Node>,
+}
+
+impl Builder {
+    fn push(&mut self, n: Node) -> NodeId {
+        self.nodes.push(n);
+        (self.nodes.len() - 1) as NodeId
+    }
+    fn zero(&mut self) -> NodeId {
+        self.push(Node::Zero)
+    }
+
+    /// One part accumulated from +0 by the family.
+    fn part(&mut self, o: &Order, ks: &[u32]) -> NodeId {
+        match o.family {
+            Family::Fma => {
+                let mut acc = self.zero();
+                for &k in ks {
+                    acc = self.push(Node::Fma { acc, k });
+                }
+                acc
+            }
+            Family::MulAdd => {
+                let mut acc = self.zero();
+                for &k in ks {
+                    acc = self.push(Node::MulAdd { acc, k });
+                }
+                acc
+            }
+            Family::Mma(m) => {
+                let promote = o.promote.map(|p| p as usize);
+                let block = promote.unwrap_or(usize::MAX);
+                let mut fin = if promote.is_some() { Some(self.zero()) } else { None };
+                let mut acc = self.zero();
+                for (bi, blk) in ks.chunks(block.min(ks.len().max(1))).enumerate() {
+                    if promote.is_some() && bi > 0 {
+                        acc = self.zero();
+                    }
+                    for chunk in blk.chunks(m.k as usize) {
+                        let mut pos: Vec<Option<u32>> = chunk.iter().map(|&k| Some(k)).collect();
+                        pos.resize(m.k as usize, None);
+                        acc = self.step(o, &pos, acc);
+                    }
+                    if let Some(f) = fin {
+                        fin = Some(self.push(Node::Promote { acc: f, partial: acc, k0: blk[0] }));
+                    }
+                }
+                fin.unwrap_or(acc)
+            }
+        }
+    }
+
+    /// One tensor-core instruction on the chunk positions `pos`.
+    fn step(&mut self, o: &Order, pos: &[Option<u32>], c: NodeId) -> NodeId {
+        let m = o.mma().unwrap();
+        let (f, out) = (m.f, m.out);
+        let halves: Vec<Vec<Option<u32>>> = match m.split {
+            MmaSplit::None => vec![pos.to_vec()],
+            MmaSplit::Halves => {
+                let h = pos.len() / 2;
+                vec![pos[..h].to_vec(), pos[h..].to_vec()]
+            }
+            MmaSplit::Mod4 => {
+                let lo = pos.iter().enumerate().filter(|(p, _)| p % 4 < 2).map(|(_, k)| *k).collect();
+                let hi = pos.iter().enumerate().filter(|(p, _)| p % 4 >= 2).map(|(_, k)| *k).collect();
+                vec![lo, hi]
+            }
+        };
+        let mut acc = match m.c {
+            CMode::Fused => c,
+            CMode::Late => self.zero(),
+        };
+        for ks in halves {
+            acc = self.push(Node::Fused { c: acc, ks, f, out });
+        }
+        match m.c {
+            CMode::Fused => acc,
+            CMode::Late => self.push(Node::Add { a: c, b: acc }),
+        }
+    }
+
+    fn reduce(&mut self, how: Reduce, mut v: Vec<NodeId>) -> NodeId {
+        if v.is_empty() {
+            return self.zero();
+        }
+        match how {
+            Reduce::Serial => {
+                let mut acc = v[0];
+                for &x in &v[1..] {
+                    acc = self.push(Node::Add { a: acc, b: x });
+                }
+                acc
+            }
+            Reduce::Pairwise => {
+                while v.len() > 1 {
+                    let mut next = Vec::with_capacity(v.len().div_ceil(2));
+                    for pair in v.chunks(2) {
+                        next.push(if pair.len() == 2 { self.push(Node::Add { a: pair[0], b: pair[1] }) } else { pair[0] });
+                    }
+                    v = next;
+                }
+                v[0]
+            }
+            Reduce::Butterfly => {
+                // all lanes at once; lane 0's value is the result
+                let n = v.len();
+                let mut off = n / 2;
+                while off >= 1 {
+                    // only lanes 0..off are still needed for lane 0's result
+                    let mut next = v.clone();
+                    for l in 0..off.min(n) {
+                        next[l] = self.push(Node::Add { a: v[l], b: v[l ^ off] });
+                    }
+                    v = next;
+                    off /= 2;
+                }
+                v[0]
+            }
+        }
+    }
+}
+
+/// The ordered k lists of the parts, grouped: each group is combined
+/// serially (fresh tiles inside a split part), then groups by `reduce`.
+fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
+    let all: Vec<u32> = (0..k as u32).collect();
+    if o.lanes > 1 {
+        let l = o.lanes as usize;
+        return (0..l).map(|lane| vec![all.iter().copied().skip(lane).step_by(l).collect()]).collect();
+    }
+    let split = o.split as usize;
+    let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
+    let tile_of = |x: u32| x as usize / t;
+    let split_parts: Vec<Vec<u32>> = if o.interleave {
+        (0..split).map(|p| all.iter().copied().filter(|&x| tile_of(x) % split == p).collect()).collect()
+    } else {
+        let chunk = k.div_ceil(split).max(1);
+        (0..split).map(|p| all.iter().copied().filter(|&x| x as usize / chunk == p).collect()).collect()
+    };
+    let fresh = |part: &Vec<u32>| -> Vec<Vec<u32>> {
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        for &x in part {
+            match out.last_mut() {
+                Some(run) if tile_of(*run.last().unwrap()) == tile_of(x) => run.push(x),
+                _ => out.push(vec![x]),
+            }
+        }
+        if out.is_empty() {
+            out.push(Vec::new());
+        }
+        out
+    };
+    if o.tile == Tile::Fresh {
+        if split == 1 {
+            // the tiles themselves are the parts
+            fresh(&split_parts[0]).into_iter().map(|t| vec![t]).collect()
+        } else {
+            split_parts.iter().map(fresh).collect()
+        }
+    } else {
+        split_parts.into_iter().map(|p| vec![p]).collect()
+    }
+}
+
+impl Tree {
+    pub fn compile(o: &Order, k: usize) -> Tree {
+        let mut b = Builder { nodes: Vec::new() };
+        let groups = parts(o, k);
+        let mut results = Vec::with_capacity(groups.len());
+        for g in groups {
+            let subs: Vec<NodeId> = g.iter().map(|p| b.part(o, p)).collect();
+            results.push(b.reduce(Reduce::Serial, subs));
+        }
+        let mut root = b.reduce(o.reduction(), results);
+        if o.out != OutFmt::F32 {
+            root = b.push(Node::Convert { x: root, to: o.out });
+        }
+        Tree { nodes: b.nodes, root, k, input: o.mma().map(|m| m.input) }
+    }
+
+    /// Node-by-node comparison: the first node that differs.
+    pub fn diff(&self, other: &Tree) -> Option<Divergence> {
+        let n = self.nodes.len().max(other.nodes.len());
+        (0..n).find_map(|i| {
+            let (a, b) = (self.nodes.get(i), other.nodes.get(i));
+            (a != b).then(|| Divergence {
+                index: i,
+                left: a.map_or("(no node)".into(), |x| describe(i, x)),
+                right: b.map_or("(no node)".into(), |x| describe(i, x)),
+            })
+        })
+    }
+
+    /// One node as text (`%i = op(...)`).
+    pub fn describe_node(&self, i: usize) -> String {
+        describe(i, &self.nodes[i])
+    }
+
+    /// The full node list, one line per node.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let _ = writeln!(s, "{}", describe(i, n));
+        }
+        s
+    }
+}
+
+fn ks_text(ks: &[Option<u32>]) -> String {
+    let real: Vec<u32> = ks.iter().flatten().copied().collect();
+    let pad = ks.len() - real.len();
+    let contiguous = real.windows(2).all(|w| w[1] == w[0] + 1);
+    let body = match (real.first(), real.last()) {
+        (None, _) | (_, None) => "-".to_string(),
+        (Some(a), Some(b)) if contiguous => format!("{a}..{b}"),
+        _ => format!("{real:?}"),
+    };
+    if pad > 0 {
+        format!("{body} +{pad} zero")
+    } else {
+        body
+    }
+}
+
+fn describe(i: usize, n: &Node) -> String {
+    match n {
+        Node::Zero => format!("%{i} = +0"),
+        Node::Fma { acc, k } => format!("%{i} = fma(%{acc}, k={k})"),
+        Node::MulAdd { acc, k } => format!("%{i} = muladd(%{acc}, k={k})"),
+        Node::Fused { c, ks, f, out } => format!("%{i} = fused(c=%{c}, k={}, f={f}, out={out})", ks_text(ks)),
+        Node::Add { a, b } => format!("%{i} = add(%{a}, %{b})"),
+        Node::Promote { acc, partial, k0 } => format!("%{i} = promote(%{acc} + s[k0={k0}] * %{partial})"),
+        Node::Convert { x, to } => format!("%{i} = to_{to:?}(%{x})").to_lowercase(),
+    }
+}
+
+impl fmt::Display for Tree {
+    /// A compressed listing: runs of chained fma/muladd/fused nodes are
+    /// printed as one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut i = 0;
+        while i < self.nodes.len() {
+            // a chain: node j's accumulator is node j-1, same kind
+            let kind = std::mem::discriminant(&self.nodes[i]);
+            let mut j = i;
+            while j + 1 < self.nodes.len()
+                && std::mem::discriminant(&self.nodes[j + 1]) == kind
+                && chained(&self.nodes[j + 1], j as NodeId)
+            {
+                j += 1;
+            }
+            if j > i + 1 {
+                let first = &self.nodes[i];
+                let ks: Vec<u32> = self.nodes[i..=j].iter().flat_map(terms_of).collect();
+                let name = match first {
+                    Node::Fma { .. } => "fma",
+                    Node::MulAdd { .. } => "muladd",
+                    Node::Fused { .. } => "fused",
+                    _ => "op",
+                };
+                let from = match first {
+                    Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => *acc,
+                    Node::Fused { c, .. } => *c,
+                    _ => 0,
+                };
+                let extra = match first {
+                    Node::Fused { f: ff, out, ks, .. } => format!(", {} terms per step, f={ff}, out={out}", ks.len()),
+                    _ => String::new(),
+                };
+                writeln!(f, "%{i}..%{j} = {name} chain from %{from}: {} steps, k={}{extra}", j - i + 1, ranges(&ks))?;
+                i = j + 1;
+            } else {
+                writeln!(f, "{}", describe(i, &self.nodes[i]))?;
+                i += 1;
+            }
+        }
+        write!(f, "root = %{}", self.root)
+    }
+}
+
+fn chained(n: &Node, prev: NodeId) -> bool {
+    match n {
+        Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => *acc == prev,
+        Node::Fused { c, .. } => *c == prev,
+        _ => false,
+    }
+}
+
+fn terms_of(n: &Node) -> Vec<u32> {
+    match n {
+        Node::Fma { k, .. } | Node::MulAdd { k, .. } => vec![*k],
+        Node::Fused { ks, .. } => ks.iter().flatten().copied().collect(),
+        _ => vec![],
+    }
+}
+
+/// `0..63, 256..299` style text of a k list (in its order).
+fn ranges(ks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ks.len() {
+        let mut j = i;
+        while j + 1 < ks.len() && ks[j + 1] == ks[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { format!("{}", ks[i]) } else { format!("{}..{}", ks[i], ks[j]) });
+        i = j + 1;
+    }
+    if out.len() > 8 {
+        let n = out.len();
+        format!("{}, ... ({} runs) ..., {}", out[..3].join(", "), n, out[n - 2..].join(", "))
+    } else {
+        out.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(s: &str, k: usize) -> Tree {
+        s.parse::<Order>().unwrap().compile(k)
+    }
+
+    /// Every term appears exactly once in every tree.
+    #[test]
+    fn every_term_used_once() {
+        for s in [
+            "fma",
+            "fma;split=3;reduce=pairwise",
+            "fma;split=4/interleave;ktile=64",
+            "fma;ktile=100;tile=fresh",
+            "fma;split=2;ktile=50;tile=fresh",
+            "fma;lanes=32",
+            "hopper-bf16",
+            "hopper-fp8-mma-sync",
+            "ampere-bf16;split=2",
+            "deepgemm-fp8",
+        ] {
+            for k in [1usize, 7, 32, 100, 300] {
+                let t = tree(s, k);
+                let mut seen = vec![0; k];
+                for n in &t.nodes {
+                    match n {
+                        Node::Fma { k, .. } | Node::MulAdd { k, .. } => seen[*k as usize] += 1,
+                        Node::Fused { ks, .. } => ks.iter().flatten().for_each(|k| seen[*k as usize] += 1),
+                        _ => {}
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "{s} K={k}: {seen:?}");
+                // SSA: operands precede their node
+                for (i, n) in t.nodes.iter().enumerate() {
+                    let ops: Vec<NodeId> = match n {
+                        Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => vec![*acc],
+                        Node::Fused { c, .. } => vec![*c],
+                        Node::Add { a, b } => vec![*a, *b],
+                        Node::Promote { acc, partial, .. } => vec![*acc, *partial],
+                        Node::Convert { x, .. } => vec![*x],
+                        Node::Zero => vec![],
+                    };
+                    assert!(ops.iter().all(|&o| (o as usize) < i), "{s}: node {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_of_known_orders() {
+        // split=4 pairwise over K=8: four 2-term chains, then (p0+p1)+(p2+p3)
+        let t = tree("fma;split=4;reduce=pairwise", 8);
+        let adds = t.nodes.iter().filter(|n| matches!(n, Node::Add { .. })).count();
+        assert_eq!(adds, 3);
+        // butterfly over 4 lanes: 2 + 1 adds reach lane 0
+        let t = tree("fma;lanes=4", 8);
+        assert_eq!(t.nodes.iter().filter(|n| matches!(n, Node::Add { .. })).count(), 3);
+        // mod4 split: positions {0,1,4,5,...} first
+        let t = tree("hopper-fp8-mma-sync", 32);
+        let first = t.nodes.iter().find_map(|n| match n {
+            Node::Fused { ks, .. } => Some(ks.clone()),
+            _ => None,
+        });
+        assert_eq!(first.unwrap()[..4], [Some(0), Some(1), Some(4), Some(5)]);
+        // padding of a short last chunk
+        let t = tree("hopper-bf16", 20);
+        let last = t.nodes.iter().rev().find_map(|n| match n {
+            Node::Fused { ks, .. } => Some(ks.clone()),
+            _ => None,
+        });
+        assert_eq!(last.unwrap().iter().filter(|k| k.is_none()).count(), 12);
+    }
+
+    #[test]
+    fn diff_names_the_first_divergent_node() {
+        let a = tree("fma", 1024);
+        let b = tree("fma;split=4", 1024);
+        let d = a.diff(&b).unwrap();
+        assert_eq!(d.index, 257);
+        assert!(d.left.contains("fma(%256, k=256)"), "{d:?}");
+        assert!(d.right.contains("+0"), "{d:?}");
+        assert!(a.diff(&tree("fma", 1024)).is_none());
+        assert!(format!("{a}").contains("1024 steps"));
+    }
+}
