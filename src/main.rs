@@ -2,6 +2,13 @@ use clap::Parser;
 use mxbi::cli::{run, Cli};
 
 fn main() {
+    // Behave like a Unix filter: a closed pipe (`mxbi ... | head`) ends the
+    // process quietly instead of a panic on the next write.
+    #[cfg(unix)]
+    // SAFETY: restoring the default SIGPIPE disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("mxbi: error: {}", e.0);

@@ -80,19 +80,35 @@ fn values(t: &TensorData, path: &Path) -> Result<Vec<f32>> {
         DType::BF16 => t.as_bf16()?.iter().map(|h| h.to_f32()).collect(),
         DType::F64 => {
             let v = t.as_f64()?;
-            if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x) {
-                return Err(CliError(format!("{}: element {i} ({x:e}) is not exactly representable in f32", path.display())));
+            if let Some((i, x)) = v
+                .iter()
+                .enumerate()
+                .find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x)
+            {
+                return Err(CliError(format!(
+                    "{}: element {i} ({x:e}) is not exactly representable in f32",
+                    path.display()
+                )));
             }
             v.iter().map(|&x| x as f32).collect()
         }
-        d => return Err(CliError(format!("{}: expected f32/f16/bf16 values, got {}", path.display(), d.name()))),
+        d => {
+            return Err(CliError(format!(
+                "{}: expected f32/f16/bf16 values, got {}",
+                path.display(),
+                d.name()
+            )))
+        }
     })
 }
 
 fn dims2(t: &TensorData, path: &Path) -> Result<(usize, usize)> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
-        s => Err(CliError(format!("{}: expected a 2-d array, got shape {s:?}", path.display()))),
+        s => Err(CliError(format!(
+            "{}: expected a 2-d array, got shape {s:?}",
+            path.display()
+        ))),
     }
 }
 
@@ -116,11 +132,26 @@ impl Loaded {
         let (a, b) = match self.format {
             None => (Matrix::F32(&self.af), Matrix::F32(&self.bf)),
             Some(f) => (
-                Matrix::Mx { codes: &self.a, scales: &self.sa, format: f },
-                Matrix::Mx { codes: &self.b, scales: &self.sb, format: f },
+                Matrix::Mx {
+                    codes: &self.a,
+                    scales: &self.sa,
+                    format: f,
+                },
+                Matrix::Mx {
+                    codes: &self.b,
+                    scales: &self.sb,
+                    format: f,
+                },
             ),
         };
-        Problem { a, b, m: self.m, n: self.n, k: self.k, b_layout: self.layout }
+        Problem {
+            a,
+            b,
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            b_layout: self.layout,
+        }
     }
 }
 
@@ -142,7 +173,19 @@ fn load_operands(o: &OperandArgs) -> Result<Loaded> {
         )));
     }
     let k = ka;
-    let mut l = Loaded { a: vec![], b: vec![], af: vec![], bf: vec![], sa: vec![], sb: vec![], format: o.format, m, n, k, layout };
+    let mut l = Loaded {
+        a: vec![],
+        b: vec![],
+        af: vec![],
+        bf: vec![],
+        sa: vec![],
+        sb: vec![],
+        format: o.format,
+        m,
+        n,
+        k,
+        layout,
+    };
     match o.format {
         None => {
             if o.a_scales.is_some() || o.b_scales.is_some() {
@@ -156,7 +199,9 @@ fn load_operands(o: &OperandArgs) -> Result<Loaded> {
                 return Err(CliError("MX inputs need --a-scales and --b-scales".into()));
             };
             let codes = |t: &TensorData, p: &Path| -> Result<Vec<u8>> {
-                t.as_bits8().map(|c| c.to_vec()).map_err(|_| CliError(format!("{}: MX codes must be uint8", p.display())))
+                t.as_bits8()
+                    .map(|c| c.to_vec())
+                    .map_err(|_| CliError(format!("{}: MX codes must be uint8", p.display())))
             };
             l.a = codes(&ta, &o.a)?;
             l.b = codes(&tb, &o.b)?;
@@ -176,7 +221,11 @@ pub fn gemm(a: GemmArgs) -> Result<()> {
     let l = load_operands(&a.ops)?;
     let p = l.problem();
     let rows = a.rows.as_deref();
-    let c = if a.generic { gemm::gemm_generic(&order, &p, rows)? } else { gemm::gemm(&order, &p, rows)? };
+    let c = if a.generic {
+        gemm::gemm_generic(&order, &p, rows)?
+    } else {
+        gemm::gemm(&order, &p, rows)?
+    };
     let r = rows.map_or(l.m, |r| r.len());
     save(&a.out, TensorData::from_slice(vec![r, l.n], &c)?)
 }

@@ -34,7 +34,11 @@ pub fn convert_out(x: f32, to: OutFmt) -> f32 {
 
 fn block_term(d: BlockDot) -> Result<Exact, f32> {
     match d {
-        BlockDot::Finite { sum, exp } => Ok(Exact { neg: sum < 0, mag: sum.unsigned_abs(), exp }),
+        BlockDot::Finite { sum, exp } => Ok(Exact {
+            neg: sum < 0,
+            mag: sum.unsigned_abs(),
+            exp,
+        }),
         BlockDot::Inf { negative } => Err(if negative { f32::NEG_INFINITY } else { f32::INFINITY }),
         BlockDot::Nan => Err(f32::NAN),
     }
@@ -61,7 +65,9 @@ pub fn evaluate(
             Node::Fma { acc, k: t } => {
                 let acc = v[*acc as usize];
                 match &prep.kind {
-                    Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => a[i * k + *t as usize].mul_add(bt[j * k + *t as usize], acc),
+                    Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => {
+                        a[i * k + *t as usize].mul_add(bt[j * k + *t as usize], acc)
+                    }
                     Kind::Blocks { .. } => match block_term(block_at(prep, i, j, *t as usize)) {
                         Ok(e) => add_exact_rn(acc, e),
                         Err(s) => acc + s,
@@ -71,7 +77,9 @@ pub fn evaluate(
             Node::MulAdd { acc, k: t } => {
                 let acc = v[*acc as usize];
                 match &prep.kind {
-                    Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => acc + a[i * k + *t as usize] * bt[j * k + *t as usize],
+                    Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => {
+                        acc + a[i * k + *t as usize] * bt[j * k + *t as usize]
+                    }
                     Kind::Blocks { .. } => match block_term(block_at(prep, i, j, *t as usize)) {
                         Ok(e) => acc + round_exact(e, 23, Round::Rne),
                         Err(s) => acc + s,
@@ -87,7 +95,9 @@ pub fn evaluate(
                         Some(t) => {
                             let t = *t as usize;
                             match &prep.kind {
-                                Kind::Values { a, bt } => product(decompose(a[i * k + t], emin), decompose(bt[j * k + t], emin), 0),
+                                Kind::Values { a, bt } => {
+                                    product(decompose(a[i * k + t], emin), decompose(bt[j * k + t], emin), 0)
+                                }
                                 Kind::Scaled { a, bt, xa, xb, fused } => {
                                     let (ea, eb) = (xa[i * k + t], xb[j * k + t]);
                                     if *fused && (ea == i32::MIN || eb == i32::MIN) {
@@ -107,7 +117,9 @@ pub fn evaluate(
             Node::Add { a, b } => v[*a as usize] + v[*b as usize],
             Node::Promote { acc, partial, k0 } => {
                 let s = match &prep.kind {
-                    Kind::Scaled { xa, xb, fused: false, .. } => {
+                    Kind::Scaled {
+                        xa, xb, fused: false, ..
+                    } => {
                         let (ea, eb) = (xa[i * k + *k0 as usize], xb[j * k + *k0 as usize]);
                         if ea == i32::MIN || eb == i32::MIN {
                             f32::NAN
@@ -123,7 +135,12 @@ pub fn evaluate(
         };
         v[idx] = r;
         if let Some(t) = trace.as_deref_mut() {
-            t.push(TraceStep { node: idx, op: tree.describe_node(idx), value: r, bits: format!("0x{:08x}", r.to_bits()) });
+            t.push(TraceStep {
+                node: idx,
+                op: tree.describe_node(idx),
+                value: r,
+                bits: format!("0x{:08x}", r.to_bits()),
+            });
         }
     }
     let _ = order;
@@ -132,7 +149,9 @@ pub fn evaluate(
 
 /// The exact dot of MX block `t` of row i of A and column j of B.
 fn block_at(prep: &Prepared, i: usize, j: usize, t: usize) -> BlockDot {
-    let Kind::Blocks { a, sa, bt, sb, fa, fb } = &prep.kind else { unreachable!() };
+    let Kind::Blocks { a, sa, bt, sb, fa, fb } = &prep.kind else {
+        unreachable!()
+    };
     let (k, kb) = (prep.k, prep.k / MX_BLOCK);
     let ra = &a[i * k + t * MX_BLOCK..i * k + (t + 1) * MX_BLOCK];
     let rb = &bt[j * k + t * MX_BLOCK..j * k + (t + 1) * MX_BLOCK];

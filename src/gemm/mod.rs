@@ -25,7 +25,11 @@ pub enum Matrix<'a> {
     /// MX codes (row-major, same shape as the matrix) and E8M0 scales with
     /// blocks of 32 along K: A scales `[M, K/32]`; B scales `[K/32, N]`
     /// (`kn`) or `[N, K/32]` (`nk`).
-    Mx { codes: &'a [u8], scales: &'a [u8], format: MxFormat },
+    Mx {
+        codes: &'a [u8],
+        scales: &'a [u8],
+        format: MxFormat,
+    },
 }
 
 /// Layout of B.
@@ -53,8 +57,15 @@ pub const MX_BLOCK: usize = 32;
 pub enum GemmError {
     #[error("shape mismatch: {0}")]
     Shape(String),
-    #[error("{operand}[{index}] = {value:e} is not exactly representable in {ty}, which the order's step reads (in={ty})")]
-    NotRepresentable { operand: &'static str, index: usize, value: f32, ty: &'static str },
+    #[error(
+        "{operand}[{index}] = {value:e} is not exactly representable in {ty}, which the order's step reads (in={ty})"
+    )]
+    NotRepresentable {
+        operand: &'static str,
+        index: usize,
+        value: f32,
+        ty: &'static str,
+    },
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("row {row} is out of range (M = {m})")]
@@ -76,9 +87,22 @@ pub enum Kind {
     Values { a: Vec<f32>, bt: Vec<f32> },
     /// Element products of MX element values with per-block scale exponents
     /// (`scale=fused`, or `scale=block` with mma + promote).
-    Scaled { a: Vec<f32>, bt: Vec<f32>, xa: Vec<i32>, xb: Vec<i32>, fused: bool },
+    Scaled {
+        a: Vec<f32>,
+        bt: Vec<f32>,
+        xa: Vec<i32>,
+        xb: Vec<i32>,
+        fused: bool,
+    },
     /// Exact block dots (`scale=block` with fma/muladd); terms are blocks.
-    Blocks { a: Vec<u8>, sa: Vec<u8>, bt: Vec<u8>, sb: Vec<u8>, fa: Format, fb: Format },
+    Blocks {
+        a: Vec<u8>,
+        sa: Vec<u8>,
+        bt: Vec<u8>,
+        sb: Vec<u8>,
+        fa: Format,
+        fb: Format,
+    },
 }
 
 impl Prepared {
@@ -109,7 +133,8 @@ fn representable(v: f32, t: InType) -> bool {
     match encode_f32(v, f, &CastPolicy::ieee(f), 0) {
         Ok(c) => {
             let back = f.decode_f32(c);
-            back.to_bits() == v.to_bits() || (v == 0.0 && back == 0.0 && v.is_sign_negative() == back.is_sign_negative())
+            back.to_bits() == v.to_bits()
+                || (v == 0.0 && back == 0.0 && v.is_sign_negative() == back.is_sign_negative())
         }
         Err(_) => false,
     }
@@ -126,24 +151,47 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
     };
     let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
     if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
-        return Err(GemmError::Unsupported("A and B must both be MX or both be plain values".into()));
+        return Err(GemmError::Unsupported(
+            "A and B must both be MX or both be plain values".into(),
+        ));
     }
     if !mx && order.scale != MxScale::Dequant {
         return Err(GemmError::Unsupported(format!(
             "scale={} needs MX inputs (codes and scales)",
-            if order.scale == MxScale::Block { "block" } else { "fused" }
+            if order.scale == MxScale::Block {
+                "block"
+            } else {
+                "fused"
+            }
         )));
     }
     let kind = match (p.a, p.b) {
         (Matrix::F32(a), Matrix::F32(b)) => {
             need("A", a.len(), m * k)?;
             need("B", b.len(), k * n)?;
-            let bt = if p.b_layout == BLayout::Kn { transpose(b, k, n) } else { b.to_vec() };
+            let bt = if p.b_layout == BLayout::Kn {
+                transpose(b, k, n)
+            } else {
+                b.to_vec()
+            };
             Kind::Values { a: a.to_vec(), bt }
         }
-        (Matrix::Mx { codes: ca, scales: sa, format: fa }, Matrix::Mx { codes: cb, scales: sb, format: fb }) => {
+        (
+            Matrix::Mx {
+                codes: ca,
+                scales: sa,
+                format: fa,
+            },
+            Matrix::Mx {
+                codes: cb,
+                scales: sb,
+                format: fb,
+            },
+        ) => {
             if k % MX_BLOCK != 0 {
-                return Err(GemmError::Shape(format!("K = {k} is not a multiple of the MX block ({MX_BLOCK})")));
+                return Err(GemmError::Shape(format!(
+                    "K = {k} is not a multiple of the MX block ({MX_BLOCK})"
+                )));
             }
             let kb = k / MX_BLOCK;
             need("A codes", ca.len(), m * k)?;
@@ -158,7 +206,10 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             let (ea, eb) = (fa.element(), fb.element());
             for (name, codes, f) in [("A", ca, ea), ("B", cb, eb)] {
                 if let Some(i) = codes.iter().position(|&c| c as u32 >= f.code_count()) {
-                    return Err(GemmError::Shape(format!("{name} code {:#x} at {i} is not a valid {f} code", codes[i])));
+                    return Err(GemmError::Shape(format!(
+                        "{name} code {:#x} at {i} is not a valid {f} code",
+                        codes[i]
+                    )));
                 }
             }
             let values = |c: &[u8], f: Format| -> Vec<f32> { c.iter().map(|&x| f.decode_f32(x as u16)).collect() };
@@ -187,11 +238,19 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                             })
                             .collect()
                     };
-                    Kind::Values { a: deq(ca, sa, m, ea), bt: deq(&cbt, &sbt, n, eb) }
+                    Kind::Values {
+                        a: deq(ca, sa, m, ea),
+                        bt: deq(&cbt, &sbt, n, eb),
+                    }
                 }
-                (MxScale::Block, Family::Fma | Family::MulAdd) => {
-                    Kind::Blocks { a: ca.to_vec(), sa: sa.to_vec(), bt: cbt, sb: sbt, fa: ea, fb: eb }
-                }
+                (MxScale::Block, Family::Fma | Family::MulAdd) => Kind::Blocks {
+                    a: ca.to_vec(),
+                    sa: sa.to_vec(),
+                    bt: cbt,
+                    sb: sbt,
+                    fa: ea,
+                    fb: eb,
+                },
                 (MxScale::Block | MxScale::Fused, Family::Mma(_)) => Kind::Scaled {
                     a: values(ca, ea),
                     bt: values(&cbt, eb),
@@ -213,8 +272,17 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
             if let Some(i) = v.iter().position(|&x| !representable(x, mm.input)) {
                 // report B's index in the caller's layout
-                let idx = if name == "B" && p.b_layout == BLayout::Kn { (i % cols) * n + i / cols } else { i };
-                return Err(GemmError::NotRepresentable { operand: name, index: idx, value: v[i], ty: mm.input.name() });
+                let idx = if name == "B" && p.b_layout == BLayout::Kn {
+                    (i % cols) * n + i / cols
+                } else {
+                    i
+                };
+                return Err(GemmError::NotRepresentable {
+                    operand: name,
+                    index: idx,
+                    value: v[i],
+                    ty: mm.input.name(),
+                });
             }
         }
     }
@@ -269,7 +337,10 @@ fn gemm_generic_prepared(order: &Order, prep: &Prepared, rows: &[usize]) -> Vec<
 pub fn trace(order: &Order, p: &Problem, i: usize, j: usize) -> Result<Vec<eval::TraceStep>, GemmError> {
     let prep = prepare(order, p)?;
     if i >= prep.m || j >= prep.n {
-        return Err(GemmError::Shape(format!("element ({i}, {j}) is outside C [{}, {}]", prep.m, prep.n)));
+        return Err(GemmError::Shape(format!(
+            "element ({i}, {j}) is outside C [{}, {}]",
+            prep.m, prep.n
+        )));
     }
     let tree = order.compile(prep.terms());
     let mut steps = Vec::new();

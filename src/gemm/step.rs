@@ -20,7 +20,11 @@ impl Exact {
         if e == 0 {
             Exact { neg, mag: m, exp: -149 }
         } else {
-            Exact { neg, mag: m | 1 << 23, exp: e - 150 }
+            Exact {
+                neg,
+                mag: m | 1 << 23,
+                exp: e - 150,
+            }
         }
     }
 }
@@ -83,7 +87,15 @@ pub fn add_exact_rn(a: f32, t: Exact) -> f32 {
     }
     let x = Exact::from_f32(a);
     if t.mag == 0 {
-        return if x.mag == 0 { if a.is_sign_negative() && t.neg { -0.0 } else { 0.0 } } else { a };
+        return if x.mag == 0 {
+            if a.is_sign_negative() && t.neg {
+                -0.0
+            } else {
+                0.0
+            }
+        } else {
+            a
+        };
     }
     if x.mag == 0 {
         return round_exact(t, 23, Round::Rne);
@@ -109,7 +121,15 @@ pub fn add_exact_rn(a: f32, t: Exact) -> f32 {
     if s == 0 {
         return 0.0; // exact cancellation: +0 under round-to-nearest
     }
-    round_exact(Exact { neg: s < 0, mag: s.unsigned_abs(), exp: floor }, 23, Round::Rne)
+    round_exact(
+        Exact {
+            neg: s < 0,
+            mag: s.unsigned_abs(),
+            exp: floor,
+        },
+        23,
+        Round::Rne,
+    )
 }
 
 /// One term of a fused sum: `|v| = sig * 2^(e - frac)` with nominal
@@ -137,16 +157,39 @@ pub fn decompose(x: f32, emin: i32) -> Decomposed {
     let field = ((b >> 23) & 0xFF) as i32;
     let mant = (b & 0x7F_FFFF) as u64;
     if field == 0xFF {
-        return if mant == 0 { Decomposed::Inf(neg) } else { Decomposed::Nan };
+        return if mant == 0 {
+            Decomposed::Inf(neg)
+        } else {
+            Decomposed::Nan
+        };
     }
-    let (sig, ex) = if field == 0 { (mant, -126) } else { (mant | 1 << 23, field - 127) };
+    let (sig, ex) = if field == 0 {
+        (mant, -126)
+    } else {
+        (mant | 1 << 23, field - 127)
+    };
     if sig == 0 {
-        return Decomposed::Finite(Term { neg, sig: 0, frac: 23, e: emin });
+        return Decomposed::Finite(Term {
+            neg,
+            sig: 0,
+            frac: 23,
+            e: emin,
+        });
     }
     if ex < emin {
-        Decomposed::Finite(Term { neg, sig, frac: 23 + (emin - ex) as u32, e: emin })
+        Decomposed::Finite(Term {
+            neg,
+            sig,
+            frac: 23 + (emin - ex) as u32,
+            e: emin,
+        })
     } else {
-        Decomposed::Finite(Term { neg, sig, frac: 23, e: ex })
+        Decomposed::Finite(Term {
+            neg,
+            sig,
+            frac: 23,
+            e: ex,
+        })
     }
 }
 
@@ -216,7 +259,15 @@ pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     if s == 0 {
         return if all_neg_zero { -0.0 } else { 0.0 };
     }
-    round_exact(Exact { neg: s < 0, mag: s.unsigned_abs(), exp: m - f as i32 }, out, Round::Rz)
+    round_exact(
+        Exact {
+            neg: s < 0,
+            mag: s.unsigned_abs(),
+            exp: m - f as i32,
+        },
+        out,
+        Round::Rz,
+    )
 }
 
 #[cfg(test)]
@@ -247,7 +298,11 @@ mod tests {
             let got = add_exact_rn(a, Exact::from_f32(b));
             assert_eq!(got.to_bits(), (a + b).to_bits(), "{a:e} + {b:e}");
             // and an fma with an exact product term
-            let p = Exact { neg: false, mag: Exact::from_f32(b).mag * Exact::from_f32(b).mag, exp: 2 * Exact::from_f32(b).exp };
+            let p = Exact {
+                neg: false,
+                mag: Exact::from_f32(b).mag * Exact::from_f32(b).mag,
+                exp: 2 * Exact::from_f32(b).exp,
+            };
             let got = add_exact_rn(a, p);
             assert_eq!(got.to_bits(), b.mul_add(b, a).to_bits(), "fma {b:e} {a:e}");
         }
@@ -260,7 +315,10 @@ mod tests {
         assert_eq!(fused(&[(x, x)], 0.0), 1.0 - 2f32.powi(-7) + 2f32.powi(-16));
         // truncation (not rounding) of the aligned addend: 2 + (2^-23 + 2^-24) -> 2
         assert_eq!(fused(&[(1.0, 2.0), (1.0, 2f32.powi(-23) + 2f32.powi(-24))], 0.0), 2.0);
-        assert_eq!(fused(&[(-1.0, 2.0), (-1.0, 2f32.powi(-23) + 2f32.powi(-24))], 0.0), -2.0);
+        assert_eq!(
+            fused(&[(-1.0, 2.0), (-1.0, 2f32.powi(-23) + 2f32.powi(-24))], 0.0),
+            -2.0
+        );
         // extra alignment bits: 1 - (1 - 2^-24) = 2^-24 exactly
         assert_eq!(fused(&[(1.0, 1.0), (-1.0, 1.0 - 2f32.powi(-24))], 0.0), 2f32.powi(-24));
         // four products 0.5*2^-24 plus C=1: each keeps one bit at F=25

@@ -156,7 +156,11 @@ impl Order {
 
     /// The reduction actually used to combine parts.
     pub fn reduction(&self) -> Reduce {
-        self.reduce.unwrap_or(if self.lanes > 1 { Reduce::Butterfly } else { Reduce::Serial })
+        self.reduce.unwrap_or(if self.lanes > 1 {
+            Reduce::Butterfly
+        } else {
+            Reduce::Serial
+        })
     }
 
     /// The MMA parameters, if this is a tensor-core order.
@@ -210,7 +214,9 @@ fn parse_mma(params: &str) -> Result<Mma, String> {
     let mut c = CMode::Fused;
     let mut input = None;
     for p in params.split(',').filter(|p| !p.is_empty()) {
-        let (key, v) = p.split_once('=').ok_or_else(|| format!("mma parameter '{p}': expected key=value"))?;
+        let (key, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("mma parameter '{p}': expected key=value"))?;
         match key {
             "k" => k = Some(parse_u32(p, v, 1)?),
             "f" => f = Some(parse_u32(p, v, 1)?),
@@ -240,7 +246,11 @@ fn parse_mma(params: &str) -> Result<Mma, String> {
                     _ => return Err(format!("mma parameter '{p}': expected bf16, f16, e4m3, e5m2 or f32")),
                 })
             }
-            _ => return Err(format!("unknown mma parameter '{key}' in '{p}'; expected k, f, out, split, c, in")),
+            _ => {
+                return Err(format!(
+                    "unknown mma parameter '{key}' in '{p}'; expected k, f, out, split, c, in"
+                ))
+            }
         }
     }
     let k = k.ok_or("mma(...) needs k=")?;
@@ -249,7 +259,9 @@ fn parse_mma(params: &str) -> Result<Mma, String> {
         return Err(format!("mma f={f}: at most 60 alignment bits are modelled"));
     }
     if out > 23 {
-        return Err(format!("mma out={out}: a step result has at most 23 fraction bits (f32)"));
+        return Err(format!(
+            "mma out={out}: a step result has at most 23 fraction bits (f32)"
+        ));
     }
     match split {
         MmaSplit::Halves if k % 2 != 0 => return Err(format!("mma split=halves needs an even k, got {k}")),
@@ -257,7 +269,14 @@ fn parse_mma(params: &str) -> Result<Mma, String> {
         _ => {}
     }
     let input = input.unwrap_or(if f == 13 { InType::E4M3 } else { InType::Bf16 });
-    Ok(Mma { k, f, out, split, c, input })
+    Ok(Mma {
+        k,
+        f,
+        out,
+        split,
+        c,
+        input,
+    })
 }
 
 fn parse(spec: &str) -> Result<Order, String> {
@@ -296,7 +315,9 @@ fn parse(spec: &str) -> Result<Order, String> {
     let mut seen = std::collections::HashSet::new();
     for (idx, item) in items.enumerate() {
         let n = idx + 2;
-        let (key, v) = item.split_once('=').ok_or_else(|| format!("item {n} '{item}': expected key=value"))?;
+        let (key, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("item {n} '{item}': expected key=value"))?;
         if !seen.insert(key.to_string()) {
             return Err(format!("item {n} '{item}': key '{key}' given twice"));
         }
@@ -312,7 +333,11 @@ fn parse(spec: &str) -> Result<Order, String> {
             "split" => {
                 let (num, inter) = match v.split_once('/') {
                     Some((a, "interleave")) => (a, true),
-                    Some((_, b)) => return Err(format!("item {n} '{item}': unknown split mode '{b}'; expected interleave")),
+                    Some((_, b)) => {
+                        return Err(format!(
+                            "item {n} '{item}': unknown split mode '{b}'; expected interleave"
+                        ))
+                    }
                     None => (v, false),
                 };
                 o.split = parse_u32(item, num, 1)?;
@@ -367,7 +392,10 @@ fn validate(o: &Order) -> Result<(), String> {
             return Err("reduce=butterfly needs lanes=L (GEMV lanes)".into());
         }
         if !o.lanes.is_power_of_two() {
-            return Err(format!("reduce=butterfly needs lanes to be a power of two, got {}", o.lanes));
+            return Err(format!(
+                "reduce=butterfly needs lanes to be a power of two, got {}",
+                o.lanes
+            ));
         }
     }
     if o.interleave && o.ktile.is_none() {
@@ -391,7 +419,10 @@ fn validate(o: &Order) -> Result<(), String> {
             return Err("scale=block with an mma family needs promote=32 (one promotion per MX block)".into())
         }
         (Family::Mma(m), MxScale::Fused) if m.k != 32 => {
-            return Err(format!("scale=fused needs mma k=32 (one MX block per step), got k={}", m.k))
+            return Err(format!(
+                "scale=fused needs mma k=32 (one MX block per step), got k={}",
+                m.k
+            ))
         }
         _ => {}
     }
@@ -401,7 +432,10 @@ fn validate(o: &Order) -> Result<(), String> {
 impl FromStr for Order {
     type Err = OrderError;
     fn from_str(s: &str) -> Result<Self, OrderError> {
-        parse(s).map_err(|msg| OrderError { spec: s.to_string(), msg })
+        parse(s).map_err(|msg| OrderError {
+            spec: s.to_string(),
+            msg,
+        })
     }
 }
 
@@ -439,13 +473,22 @@ impl fmt::Display for Order {
             f.write_str(";tile=fresh")?;
         }
         if self.split > 1 || self.interleave {
-            write!(f, ";split={}{}", self.split, if self.interleave { "/interleave" } else { "" })?;
+            write!(
+                f,
+                ";split={}{}",
+                self.split,
+                if self.interleave { "/interleave" } else { "" }
+            )?;
         }
         if self.lanes > 1 {
             write!(f, ";lanes={}", self.lanes)?;
         }
         if let Some(r) = self.reduce {
-            let default = if self.lanes > 1 { Reduce::Butterfly } else { Reduce::Serial };
+            let default = if self.lanes > 1 {
+                Reduce::Butterfly
+            } else {
+                Reduce::Serial
+            };
             if r != default {
                 f.write_str(match r {
                     Reduce::Serial => ";reduce=serial",
@@ -474,7 +517,10 @@ impl fmt::Display for Order {
 impl Order {
     /// The preset this order equals, if any.
     pub fn preset_name(&self) -> Option<&'static str> {
-        PRESETS.iter().find(|(_, exp)| exp.parse::<Order>().ok().as_ref() == Some(self)).map(|p| p.0)
+        PRESETS
+            .iter()
+            .find(|(_, exp)| exp.parse::<Order>().ok().as_ref() == Some(self))
+            .map(|p| p.0)
     }
 }
 
@@ -516,9 +562,15 @@ mod tests {
             assert_eq!(canon, o2.to_string());
         }
         assert_eq!("hopper-bf16".parse::<Order>().unwrap().to_string(), "mma(k=16,f=25)");
-        assert_eq!("mma(k=16,f=25)".parse::<Order>().unwrap().preset_name(), Some("hopper-bf16"));
+        assert_eq!(
+            "mma(k=16,f=25)".parse::<Order>().unwrap().preset_name(),
+            Some("hopper-bf16")
+        );
         assert_eq!(" fma ; split = 4 ".parse::<Order>().unwrap().to_string(), "fma;split=4");
-        assert_eq!("fma;ktile=64;reduce=serial".parse::<Order>().unwrap().to_string(), "fma");
+        assert_eq!(
+            "fma;ktile=64;reduce=serial".parse::<Order>().unwrap().to_string(),
+            "fma"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! name terms: the product `a[k] * b[k]`, or for MX `scale=block` with
 //! fma/muladd the exact dot of block `k`.
 
-use super::{CMode, Family, InType, MmaSplit, OutFmt, Order, Reduce, Tile};
+use super::{CMode, Family, InType, MmaSplit, Order, OutFmt, Reduce, Tile};
 use std::fmt::{self, Write};
 
 pub type NodeId = u32;
@@ -19,7 +19,12 @@ pub enum Node {
     /// One fused multi-term sum (tensor-core step): C plus the products of
     /// `ks` (None = a zero product padding K), F alignment bits, result RZ
     /// to `out` fraction bits.
-    Fused { c: NodeId, ks: Vec<Option<u32>>, f: u32, out: u32 },
+    Fused {
+        c: NodeId,
+        ks: Vec<Option<u32>>,
+        f: u32,
+        out: u32,
+    },
     /// `RN(a + b)`.
     Add { a: NodeId, b: NodeId },
     /// `fma(s, partial, acc)` with `s` the scale product of the block
@@ -93,7 +98,11 @@ impl Builder {
                         acc = self.step(o, &pos, acc);
                     }
                     if let Some(f) = fin {
-                        fin = Some(self.push(Node::Promote { acc: f, partial: acc, k0: blk[0] }));
+                        fin = Some(self.push(Node::Promote {
+                            acc: f,
+                            partial: acc,
+                            k0: blk[0],
+                        }));
                     }
                 }
                 fin.unwrap_or(acc)
@@ -112,8 +121,18 @@ impl Builder {
                 vec![pos[..h].to_vec(), pos[h..].to_vec()]
             }
             MmaSplit::Mod4 => {
-                let lo = pos.iter().enumerate().filter(|(p, _)| p % 4 < 2).map(|(_, k)| *k).collect();
-                let hi = pos.iter().enumerate().filter(|(p, _)| p % 4 >= 2).map(|(_, k)| *k).collect();
+                let lo = pos
+                    .iter()
+                    .enumerate()
+                    .filter(|(p, _)| p % 4 < 2)
+                    .map(|(_, k)| *k)
+                    .collect();
+                let hi = pos
+                    .iter()
+                    .enumerate()
+                    .filter(|(p, _)| p % 4 >= 2)
+                    .map(|(_, k)| *k)
+                    .collect();
                 vec![lo, hi]
             }
         };
@@ -146,7 +165,11 @@ impl Builder {
                 while v.len() > 1 {
                     let mut next = Vec::with_capacity(v.len().div_ceil(2));
                     for pair in v.chunks(2) {
-                        next.push(if pair.len() == 2 { self.push(Node::Add { a: pair[0], b: pair[1] }) } else { pair[0] });
+                        next.push(if pair.len() == 2 {
+                            self.push(Node::Add { a: pair[0], b: pair[1] })
+                        } else {
+                            pair[0]
+                        });
                     }
                     v = next;
                 }
@@ -177,16 +200,22 @@ fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
     let all: Vec<u32> = (0..k as u32).collect();
     if o.lanes > 1 {
         let l = o.lanes as usize;
-        return (0..l).map(|lane| vec![all.iter().copied().skip(lane).step_by(l).collect()]).collect();
+        return (0..l)
+            .map(|lane| vec![all.iter().copied().skip(lane).step_by(l).collect()])
+            .collect();
     }
     let split = o.split as usize;
     let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
     let tile_of = |x: u32| x as usize / t;
     let split_parts: Vec<Vec<u32>> = if o.interleave {
-        (0..split).map(|p| all.iter().copied().filter(|&x| tile_of(x) % split == p).collect()).collect()
+        (0..split)
+            .map(|p| all.iter().copied().filter(|&x| tile_of(x) % split == p).collect())
+            .collect()
     } else {
         let chunk = k.div_ceil(split).max(1);
-        (0..split).map(|p| all.iter().copied().filter(|&x| x as usize / chunk == p).collect()).collect()
+        (0..split)
+            .map(|p| all.iter().copied().filter(|&x| x as usize / chunk == p).collect())
+            .collect()
     };
     let fresh = |part: &Vec<u32>| -> Vec<Vec<u32>> {
         let mut out: Vec<Vec<u32>> = Vec::new();
@@ -226,7 +255,12 @@ impl Tree {
         if o.out != OutFmt::F32 {
             root = b.push(Node::Convert { x: root, to: o.out });
         }
-        Tree { nodes: b.nodes, root, k, input: o.mma().map(|m| m.input) }
+        Tree {
+            nodes: b.nodes,
+            root,
+            k,
+            input: o.mma().map(|m| m.input),
+        }
     }
 
     /// Node-by-node comparison: the first node that differs.
@@ -318,7 +352,12 @@ impl fmt::Display for Tree {
                     Node::Fused { f: ff, out, ks, .. } => format!(", {} terms per step, f={ff}, out={out}", ks.len()),
                     _ => String::new(),
                 };
-                writeln!(f, "%{i}..%{j} = {name} chain from %{from}: {} steps, k={}{extra}", j - i + 1, ranges(&ks))?;
+                writeln!(
+                    f,
+                    "%{i}..%{j} = {name} chain from %{from}: {} steps, k={}{extra}",
+                    j - i + 1,
+                    ranges(&ks)
+                )?;
                 i = j + 1;
             } else {
                 writeln!(f, "{}", describe(i, &self.nodes[i]))?;
@@ -354,12 +393,21 @@ fn ranges(ks: &[u32]) -> String {
         while j + 1 < ks.len() && ks[j + 1] == ks[j] + 1 {
             j += 1;
         }
-        out.push(if i == j { format!("{}", ks[i]) } else { format!("{}..{}", ks[i], ks[j]) });
+        out.push(if i == j {
+            format!("{}", ks[i])
+        } else {
+            format!("{}..{}", ks[i], ks[j])
+        });
         i = j + 1;
     }
     if out.len() > 8 {
         let n = out.len();
-        format!("{}, ... ({} runs) ..., {}", out[..3].join(", "), n, out[n - 2..].join(", "))
+        format!(
+            "{}, ... ({} runs) ..., {}",
+            out[..3].join(", "),
+            n,
+            out[n - 2..].join(", ")
+        )
     } else {
         out.join(", ")
     }
