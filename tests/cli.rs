@@ -400,3 +400,64 @@ fn bad_input_exits_2_with_one_line() {
         "nearest-away",
     );
 }
+
+#[test]
+fn gemm_order_and_trace_commands() {
+    let (m, n, k) = (4usize, 3usize, 64usize);
+    let a: Vec<f32> = sample(m * k);
+    let b: Vec<f32> = sample(k * n + 7)[7..].to_vec();
+    let (pa, pb, pc) = (tmp("g_a.npy"), tmp("g_b.npy"), tmp("g_c.npy"));
+    write_f32(&pa, &[m, k], &a);
+    write_f32(&pb, &[k, n], &b);
+    let order = "fma;split=4;reduce=pairwise";
+    ok(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", order, "--out", s(&pc)]));
+    let c = io::load_tensor(&pc, None).unwrap().as_f32().unwrap().into_owned();
+    let p = mxbi::gemm::Problem {
+        a: mxbi::gemm::Matrix::F32(&a),
+        b: mxbi::gemm::Matrix::F32(&b),
+        m,
+        n,
+        k,
+        b_layout: mxbi::gemm::BLayout::Kn,
+    };
+    let want = mxbi::gemm::gemm_generic(&order.parse().unwrap(), &p, None).unwrap();
+    assert_eq!(c, want);
+    // row-only
+    ok(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", order, "--rows", "3,1", "--out", s(&pc)]));
+    let r = io::load_tensor(&pc, None).unwrap();
+    assert_eq!(r.shape(), &[2, n]);
+    assert_eq!(r.as_f32().unwrap()[..n], want[3 * n..4 * n]);
+    // order and trace
+    let o = run(&["order", "hopper-bf16", "--k", "64"]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("preset hopper-bf16"));
+    let t = run(&["trace", "--a", s(&pa), "--b", s(&pb), "--order", "fma", "--row", "1", "--col", "2"]);
+    ok(&t);
+    assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), k + 1);
+    // MX inputs
+    let (ca, sa, cb, sb) = (tmp("g_ca.npy"), tmp("g_sa.npy"), tmp("g_cb.npy"), tmp("g_sb.npy"));
+    ok(&run(&["quantize", "--format", "mxfp8-e4m3", s(&pa), "--codes", s(&ca), "--scales", s(&sa)]));
+    ok(&run(&["quantize", "--format", "mxfp8-e4m3", "--axis", "0", s(&pb), "--codes", s(&cb), "--scales", s(&sb)]));
+    for ord in ["fma;scale=block", "fma", "blackwell-mxf8f6f4", "hopper-fp8-wgmma;scale=block;promote=32"] {
+        let g = [
+            "gemm", "--a", s(&ca), "--b", s(&cb), "--format", "mxfp8-e4m3", "--a-scales", s(&sa), "--b-scales", s(&sb),
+            "--order", ord, "--out", s(&pc),
+        ];
+        ok(&run(&g));
+    }
+}
+
+#[test]
+fn gemm_bad_input_exits_2() {
+    let (pa, pb, out) = (tmp("gb_a.npy"), tmp("gb_b.npy"), tmp("gb_c.npy"));
+    write_f32(&pa, &[2, 16], &sample(32));
+    write_f32(&pb, &[15, 3], &sample(45));
+    let g = |order: &str| run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", order, "--out", s(&out)]);
+    fails_cleanly(&g("fma"), "shape mismatch");
+    write_f32(&pb, &[16, 3], &sample(48));
+    fails_cleanly(&g("fma;lanes=32;split=2"), "lanes cannot be combined");
+    fails_cleanly(&g("fma;reduce=sideways"), "reduce=sideways");
+    fails_cleanly(&g("hopper-bf16"), "not exactly representable in bf16");
+    fails_cleanly(&g("fma;scale=block"), "needs MX inputs");
+    fails_cleanly(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", "fma", "--rows", "9", "--out", s(&out)]), "row 9");
+}

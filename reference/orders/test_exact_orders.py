@@ -354,6 +354,71 @@ def test_mx():
         raise AssertionError('K=16 accepted')
 
 
+def _frac_fused(prods, c, F, O, emin_in):
+    """Second, Fraction-only model of the fused sum (finite inputs), for cross-checking."""
+    def dec(x, emin):
+        if x == 0:
+            return Q(0), emin
+        e = 0
+        ax = abs(x)
+        while ax >= 2 * P2(e):
+            e += 1
+        while ax < P2(e):
+            e -= 1
+        e = max(e, emin)
+        return x / P2(e), e
+    terms = []
+    for a, bb, xs in prods:
+        sa, ea = dec(a, emin_in)
+        sb, eb = dec(bb, emin_in)
+        terms.append((sa * sb, ea + eb + xs))
+    terms.append(dec(c, -126))
+    M = max(e for _, e in terms)
+    S = 0
+    for s, e in terms:
+        t = abs(s) * P2(F + e - M)
+        t = t.numerator // t.denominator
+        S += t if s >= 0 else -t
+    x = S * P2(M - F)
+    if x == 0:
+        return Q(0)
+    ax = abs(x)
+    e = 0
+    while ax >= 2 * P2(e):
+        e += 1
+    while ax < P2(e):
+        e -= 1
+    q = P2(max(e, -126) - O)
+    r = (ax / q).numerator // (ax / q).denominator * q
+    r = min(r, (2 - P2(-O)) * P2(127))
+    return r if x > 0 else -r
+
+
+def test_fused_sum_vs_fraction_model():
+    r = random.Random(9)
+    for T, p, emin, lo, hi in (('bf16', 8, -126, -140, 40), ('f16', 11, -14, -24, 15), ('e4m3', 4, -6, -9, 8)):
+        for _ in range(300):
+            F, O = r.choice([(25, 23), (13, 13), (24, 23), (25, 13)])
+            n = r.randint(1, 16)
+            vals = []
+            for _ in range(2 * n):
+                v = E.round_dyadic(r.getrandbits(1), r.getrandbits(p) | 1, r.randint(lo, hi) - p, p, emin, 1000, 'RN')
+                if T == 'e4m3' and E.to_fraction(v) > 448:
+                    v = ('f', v[1], 7, 6)
+                if r.random() < 0.1:
+                    v = ('f', v[1], 0, 0)
+                vals.append(v)
+            xs = [r.randint(-20, 20) if r.random() < 0.3 else 0 for _ in range(n)]
+            cbits = r.choice([0, E.rn_f32_fraction(Q(r.getrandbits(30), 1 + r.getrandbits(20)) * P2(r.randint(-140, 60)))])
+            if O == 13 and cbits:
+                cbits = E.f32_encode(E.round_dyadic(0, *E.f32_decode(cbits)[2:], 14, -126, 127, 'RZ'))
+            prods = [(vals[2 * i], vals[2 * i + 1], xs[i], False) for i in range(n)]
+            got = val(E.fused_sum(prods, cbits, F, O, emin))
+            want = _frac_fused([(E.to_fraction(vals[2 * i]), E.to_fraction(vals[2 * i + 1]), xs[i]) for i in range(n)],
+                               val(cbits), F, O, emin)
+            assert got == want, (T, F, O)
+
+
 if __name__ == '__main__':
     n = 0
     for name, fn in sorted(globals().items()):
