@@ -86,7 +86,9 @@ fn pick(a: f64, lo: f64, hi: f64, negative: bool, mode: Rounding, even_hi: bool)
 }
 
 /// Expected code, or None where the policy makes the cast fail.
-fn reference(x: f32, f: Format, l: &Ladder, p: &CastPolicy) -> Option<u16> {
+/// `hint`: the bracket index found for the previous input; inputs walked in
+/// ascending magnitude only move it forward (a plain search otherwise).
+fn reference_from(x: f32, f: Format, l: &Ladder, p: &CastPolicy, hint: &mut usize) -> Option<u16> {
     let negative = x.is_sign_negative();
     let l = match (&l.neg, negative && p.int8_allow_neg2) {
         (Some(n), true) => n.as_ref(),
@@ -167,8 +169,16 @@ fn reference(x: f32, f: Format, l: &Ladder, p: &CastPolicy) -> Option<u16> {
     }
     let a = (x as f64).abs();
     let vals = &l.values;
-    // index of the largest value <= a
-    let i = vals.partition_point(|v| v.0 <= a);
+    // index of the first value > a (one past the largest value <= a)
+    let mut i = *hint;
+    if i > vals.len() || (i > 0 && vals[i - 1].0 > a) {
+        i = vals.partition_point(|v| v.0 <= a);
+    } else {
+        while i < vals.len() && vals[i].0 <= a {
+            i += 1;
+        }
+    }
+    *hint = i;
     if i == 0 {
         // below the smallest value: only E8M0 (no zero) gets here
         return Some(0);
@@ -240,16 +250,19 @@ fn check_range(f: Format, p: &CastPolicy, start: u64, len: u64, stride: u64) -> 
                 .map(|v| v as u32)
                 .collect();
             let xs: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
-            let mut out8 = vec![0u8; xs.len()];
-            let mut out16 = vec![0u16; xs.len()];
+            let wide = f.bits() > 8;
+            let mut out8 = vec![0u8; if wide { 0 } else { xs.len() }];
+            let mut out16 = vec![0u16; if wide { xs.len() } else { 0 }];
             let array_ok = if f.bits() > 8 {
                 cast_f32_slice(&xs, CodesMut::U16(&mut out16), f, p, 0).is_ok()
             } else {
                 cast_f32_slice(&xs, CodesMut::U8(&mut out8), f, p, 0).is_ok()
             };
             let mut bad = Vec::new();
+            let (mut hint_pos, mut hint_neg) = (0usize, 0usize);
             for (k, &b) in bits.iter().enumerate() {
-                let want = reference(f32::from_bits(b), f, &l, p);
+                let hint = if b >> 31 == 0 { &mut hint_pos } else { &mut hint_neg };
+                let want = reference_from(f32::from_bits(b), f, &l, p, hint);
                 let scalar = encode_f32(f32::from_bits(b), f, p, 0).ok();
                 let arr = if f.bits() > 8 { out16[k] } else { out8[k] as u16 };
                 let array_mismatch = array_ok && want.is_some() && Some(arr) != want;

@@ -1,0 +1,525 @@
+//! Tensor-core fused sums (`mma` families, element inputs) in integers,
+//! vectorised across the columns of C.
+//!
+//! Every input is decomposed once as `x = X * 2^(e - fi)` (X a signed integer
+//! below 2^(fi+1), fi the fraction bits of the step's input type, `e >= emin`
+//! its nominal exponent). A product term is then
+//! `floor(|Xa*Xb| * 2^(F - 2fi - (M - e)))`: the A side is pre-shifted by
+//! `L = max(F - 2fi, 0)`, the right shift is `M - e + max(2fi - F, 0)`. The
+//! products of one fused sum are summed in i32 lanes when they provably fit
+//! (bf16/f16/fp8 with F <= 25, Kc <= 16 .. 32), else in i64 lanes; C is added
+//! in i64; the sum is rounded toward zero as `step::round_exact` does.
+//! Outputs whose row of A or column of B holds a non-finite value are left
+//! to the generic evaluator by the caller.
+
+use super::plan::{Op, Plan};
+use super::{elementwise, Isa, TileBufs};
+use crate::order::{InType, Mma};
+use rayon::prelude::*;
+
+const TILE_ROWS: usize = 16;
+const TILE_COLS: usize = 256;
+
+fn frac_bits(t: InType) -> u32 {
+    match t {
+        InType::Bf16 => 7,
+        InType::F16 => 10,
+        InType::E4M3 => 3,
+        InType::E5M2 => 2,
+        InType::F32 => 23,
+    }
+}
+
+/// `x = X * 2^(e - fi)`; None if x is not a multiple of the in-type's
+/// quantum at its exponent (not representable) or not finite.
+#[inline(always)]
+fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
+    let b = x.to_bits();
+    let field = ((b >> 23) & 0xFF) as i32;
+    let mant = b & 0x7F_FFFF;
+    if field == 0xFF {
+        return None;
+    }
+    if field == 0 && mant == 0 {
+        return Some((0, emin));
+    }
+    let (sig, ex) = if field == 0 { (mant, -126) } else { (mant | 1 << 23, field - 127) };
+    let e = ex.max(emin);
+    let sh = (23 - fi as i32 + (e - ex)) as u32;
+    if sh >= 24 || sig & ((1 << sh) - 1) != 0 {
+        return None;
+    }
+    let v = (sig >> sh) as i32;
+    Some((if b >> 31 != 0 { -v } else { v }, e))
+}
+
+/// Decomposed operands.
+struct Dec {
+    /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L, and e;
+    /// index k is the zero padding product's operand.
+    xa: Vec<i64>,
+    ea: Vec<i32>,
+    /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]`.
+    b: Vec<i32>,
+}
+
+impl Dec {
+    /// Offset of B's X for row `kx`, columns `j..` (e is 16 further on).
+    #[inline(always)]
+    fn b_at(&self, k: usize, kx: usize, j: usize) -> usize {
+        ((j / 16) * (k + 1) + kx) * 32 + j % 16
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Params {
+    f: u32,
+    out: u32,
+    /// Right shift of a product term beyond `M - e`.
+    r0: u32,
+}
+
+pub(super) struct Inputs<'a> {
+    pub a: &'a [f32],
+    pub bt: &'a [f32],
+    pub k: usize,
+    pub n: usize,
+    pub rows: &'a [usize],
+    /// Rows of A / columns of B holding a non-finite value.
+    pub bad_rows: &'a [bool],
+    pub bad_cols: &'a [bool],
+}
+
+/// None where the kernel's integer width is insufficient, an input is not
+/// representable in the step's type, or the tree has unexpected parameters.
+pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32>> {
+    let (k, n, rows) = (inp.k, inp.n, inp.rows);
+    let fi = frac_bits(m.input);
+    let emin = m.input.emin();
+    let mut nmax = 0usize;
+    for op in &plan.ops {
+        match op {
+            Op::Fused { ks, f, out, .. } => {
+                if *f != m.f || *out != m.out {
+                    return None;
+                }
+                nmax = nmax.max(ks.len());
+            }
+            Op::Chain { .. } => return None,
+            _ => {}
+        }
+    }
+    let l = m.f.saturating_sub(2 * fi);
+    let r0 = (2 * fi).saturating_sub(m.f);
+    let xmax = (1u128 << (fi + 1)) - 1;
+    let pmax = (xmax * xmax) << l;
+    let tmax = pmax >> r0;
+    let sum = nmax as u128 * tmax;
+    let ctmax = 1u128 << (m.f + 1);
+    let narrow = pmax <= i32::MAX as u128 && sum <= i32::MAX as u128;
+    if !(narrow || (pmax <= i64::MAX as u128 && sum + ctmax <= i64::MAX as u128)) {
+        return None;
+    }
+    // decompose A rows
+    let mut xa = vec![0i64; rows.len() * (k + 1)];
+    let mut ea = vec![emin; rows.len() * (k + 1)];
+    let ok_a = xa.par_chunks_mut(k + 1).zip(ea.par_chunks_mut(k + 1)).zip(rows.par_iter()).enumerate().all(
+        |(r, ((x, e), &row))| {
+            if inp.bad_rows[r] {
+                return true;
+            }
+            for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
+                let Some((xv, ev)) = split(v, fi, emin) else { return false };
+                x[kk] = (xv as i64) << l;
+                e[kk] = ev;
+            }
+            true
+        },
+    );
+    // decompose B into panels of 16 columns
+    let mut b = vec![0i32; n.div_ceil(16) * (k + 1) * 32];
+    let ok_b = b.par_chunks_mut((k + 1) * 32).enumerate().all(|(panel, dst)| {
+        for row in dst.chunks_mut(32) {
+            row[16..].fill(emin);
+        }
+        for x in 0..16.min(n - panel * 16) {
+            let j = panel * 16 + x;
+            if inp.bad_cols[j] {
+                continue;
+            }
+            for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
+                let Some((xv, ev)) = split(v, fi, emin) else { return false };
+                dst[kk * 32 + x] = xv;
+                dst[kk * 32 + 16 + x] = ev;
+            }
+        }
+        true
+    });
+    if !ok_a || !ok_b {
+        return None;
+    }
+    let dec = Dec { xa, ea, b };
+    let p = Params { f: m.f, out: m.out, r0 };
+
+    let tiles: Vec<(usize, usize)> =
+        (0..rows.len()).step_by(TILE_ROWS).flat_map(|r| (0..n).step_by(TILE_COLS).map(move |c| (r, c))).collect();
+    let done: Vec<Vec<f32>> = tiles
+        .par_iter()
+        .map(|&(r0, c0)| {
+            let r1 = (r0 + TILE_ROWS).min(rows.len());
+            let c1 = (c0 + TILE_COLS).min(n);
+            let ld = (c1 - c0).next_multiple_of(16);
+            let mut bufs = TileBufs::new(plan.slots, (r1 - r0) * ld);
+            for st in &plan.steps {
+                match &plan.ops[st.op] {
+                    Op::Fused { ks, .. } => {
+                        let mut d = std::mem::take(&mut bufs.0[st.dst]);
+                        let t = Tile { r0, r1, c0, c1, ld };
+                        fused_tile(isa, narrow, inp, &dec, p, ks, &t, &bufs.0[st.src[0]], &mut d);
+                        bufs.0[st.dst] = d;
+                    }
+                    op => elementwise(op, st, &mut bufs.0),
+                }
+            }
+            std::mem::take(&mut bufs.0[plan.root_slot])
+        })
+        .collect();
+    let mut out = vec![0f32; rows.len() * n];
+    for (&(r0, c0), t) in tiles.iter().zip(done) {
+        let r1 = (r0 + TILE_ROWS).min(rows.len());
+        let c1 = (c0 + TILE_COLS).min(n);
+        let ld = (c1 - c0).next_multiple_of(16);
+        for r in r0..r1 {
+            out[r * n + c0..r * n + c1].copy_from_slice(&t[(r - r0) * ld..(r - r0) * ld + (c1 - c0)]);
+        }
+    }
+    Some(out)
+}
+
+struct Tile {
+    r0: usize,
+    r1: usize,
+    c0: usize,
+    c1: usize,
+    ld: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fused_tile(
+    isa: Isa,
+    narrow: bool,
+    inp: &Inputs,
+    dec: &Dec,
+    p: Params,
+    ks: &[Option<u32>],
+    t: &Tile,
+    c: &[f32],
+    d: &mut [f32],
+) {
+    match (isa, narrow) {
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx512, true) => unsafe { x86::avx512_narrow(inp, dec, p, ks, t, c, d) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx512, false) => unsafe { x86::avx512_wide(inp, dec, p, ks, t, c, d) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, true) => unsafe { x86::avx2_narrow(inp, dec, p, ks, t, c, d) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, false) => unsafe { x86::avx2_wide(inp, dec, p, ks, t, c, d) },
+        (_, true) => tile_narrow(inp, dec, p, ks, t, c, d),
+        (_, false) => tile_wide(inp, dec, p, ks, t, c, d),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
+    pub(super) unsafe fn avx512_wide(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+        tile_wide(i, d, p, ks, t, c, o)
+    }
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+    pub(super) unsafe fn avx2_narrow(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+        tile_narrow(i, d, p, ks, t, c, o)
+    }
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+    pub(super) unsafe fn avx2_wide(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+        tile_wide(i, d, p, ks, t, c, o)
+    }
+
+    /// Lanes 0..8 / 8..16 of a 16 x i32 vector, sign-extended to i64.
+    #[inline(always)]
+    unsafe fn widen(v: __m512i) -> (__m512i, __m512i) {
+        (_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)), _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)))
+    }
+
+    /// Two 8 x i64 vectors (values fitting i32) as one 16 x i32 vector.
+    #[inline(always)]
+    unsafe fn narrow(lo: __m512i, hi: __m512i) -> __m512i {
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)), _mm512_cvtepi64_epi32(hi), 1)
+    }
+
+    /// The i32-lane kernel: 16 columns per vector.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
+    pub(super) unsafe fn avx512_narrow(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+        let k = i.k;
+        let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(k, |v| v as usize)).collect();
+        let zero = _mm512_setzero_si512();
+        let f = p.f as i32;
+        let r0 = _mm512_set1_epi32(p.r0 as i32);
+        let cshl = _mm512_set1_epi64(p.f.saturating_sub(23) as i64);
+        let cshr = _mm512_set1_epi32(23u32.saturating_sub(p.f) as i32);
+        let sat = _mm512_set1_epi32((0x7F7F_FFFFu32 & !((1u32 << (23 - p.out)) - 1)) as i32);
+        let outsh = _mm512_set1_epi32(23 - p.out as i32);
+        for j in (t.c0..t.c1).step_by(16) {
+            let bp = d.b.as_ptr().add(d.b_at(k, 0, j));
+            for r in t.r0..t.r1 {
+                let xa = &d.xa[r * (k + 1)..(r + 1) * (k + 1)];
+                let ea = &d.ea[r * (k + 1)..(r + 1) * (k + 1)];
+                let lr = (r - t.r0) * t.ld;
+                let cp = c[lr + j - t.c0..][..16].as_ptr();
+                let cb = _mm512_loadu_si512(cp as *const _);
+                let field = _mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(0xFF));
+                let ec = _mm512_sub_epi32(_mm512_max_epi32(field, _mm512_set1_epi32(1)), _mm512_set1_epi32(127));
+                // M
+                let mut m = ec;
+                for &kx in &kidx {
+                    let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
+                    m = _mm512_max_epi32(m, _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx))));
+                }
+                // products, aligned and truncated, summed
+                let mr = _mm512_add_epi32(m, r0);
+                let mut s = zero;
+                for &kx in &kidx {
+                    let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
+                    let xb = _mm512_loadu_si512(bp.add(kx * 32) as *const _);
+                    let sh = _mm512_sub_epi32(mr, _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx))));
+                    let prod = _mm512_mullo_epi32(xb, _mm512_set1_epi32(*xa.get_unchecked(kx) as i32));
+                    let v = _mm512_srlv_epi32(_mm512_abs_epi32(prod), sh);
+                    let neg = _mm512_movepi32_mask(prod);
+                    s = _mm512_mask_sub_epi32(_mm512_add_epi32(s, v), neg, s, v);
+                }
+                // C's term: Xc * 2^(F - 23) >> (M - ec), in i64
+                let xc = _mm512_or_si512(
+                    _mm512_and_si512(cb, _mm512_set1_epi32(0x7F_FFFF)),
+                    _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(field, zero), _mm512_set1_epi32(1 << 23)),
+                );
+                let dc = _mm512_add_epi32(_mm512_sub_epi32(m, ec), cshr);
+                let cneg = _mm512_movepi32_mask(cb);
+                let (xlo, xhi) = (
+                    _mm512_cvtepu32_epi64(_mm512_castsi512_si256(xc)),
+                    _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(xc, 1)),
+                );
+                let (dlo, dhi) = widen(dc);
+                let (slo, shi) = widen(s);
+                let tlo = _mm512_srlv_epi64(_mm512_sllv_epi64(xlo, cshl), dlo);
+                let thi = _mm512_srlv_epi64(_mm512_sllv_epi64(xhi, cshl), dhi);
+                let slo = _mm512_mask_sub_epi64(_mm512_add_epi64(slo, tlo), cneg as u8, slo, tlo);
+                let shi = _mm512_mask_sub_epi64(_mm512_add_epi64(shi, thi), (cneg >> 8) as u8, shi, thi);
+                // round toward zero to `out` fraction bits
+                let neg = (_mm512_movepi64_mask(slo) as u16) | (_mm512_movepi64_mask(shi) as u16) << 8;
+                let zm = (_mm512_cmpeq_epi64_mask(slo, zero) as u16) | (_mm512_cmpeq_epi64_mask(shi, zero) as u16) << 8;
+                let (alo, ahi) = (_mm512_abs_epi64(slo), _mm512_abs_epi64(shi));
+                let lz = narrow(_mm512_lzcnt_epi64(alo), _mm512_lzcnt_epi64(ahi));
+                let exp = _mm512_sub_epi32(m, _mm512_set1_epi32(f));
+                let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(63), lz), exp);
+                let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
+                let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
+                let (left, right) = (_mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero), _mm512_max_epi32(sh, zero));
+                let ((llo, lhi), (rlo, rhi)) = (widen(left), widen(right));
+                let mlo = _mm512_srlv_epi64(_mm512_sllv_epi64(alo, llo), rlo);
+                let mhi = _mm512_srlv_epi64(_mm512_sllv_epi64(ahi, lhi), rhi);
+                let mm = narrow(mlo, mhi);
+                let mut bits = _mm512_add_epi32(
+                    _mm512_slli_epi32(_mm512_add_epi32(qe, _mm512_set1_epi32(126)), 23),
+                    _mm512_sllv_epi32(mm, outsh),
+                );
+                bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), sat);
+                bits = _mm512_mask_mov_epi32(bits, zm, zero);
+                bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
+                let op = o[lr + j - t.c0..][..16].as_mut_ptr();
+                _mm512_storeu_si512(op as *mut _, bits);
+                // rare lanes: C not finite, or a zero sum with C = -0
+                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF))
+                    | (zm & _mm512_cmpeq_epi32_mask(cb, _mm512_set1_epi32(i32::MIN)));
+                if special != 0 {
+                    let (mut sa, mut ma) = ([0i32; 16], [0i32; 16]);
+                    _mm512_storeu_si512(sa.as_mut_ptr() as *mut _, s);
+                    _mm512_storeu_si512(ma.as_mut_ptr() as *mut _, m);
+                    for l in (0..16).filter(|l| special >> l & 1 != 0) {
+                        *op.add(l) = finish(i, r, j + l, &kidx, sa[l] as i64, ma[l], *cp.add(l), p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// C's decomposition with emin -126: `C = Xc * 2^(ec - 23)`.
+#[inline(always)]
+fn split_c(x: f32) -> (u64, i32) {
+    let b = x.to_bits();
+    let field = ((b >> 23) & 0xFF) as i32;
+    let mant = (b & 0x7F_FFFF) as u64;
+    let implicit = (field != 0) as u64;
+    (mant | implicit << 23, field.max(1) - 127)
+}
+
+/// C's aligned, truncated term `floor(Xc * 2^(F - 23 - (M - ec)))`, signed.
+#[inline(always)]
+fn c_term(c: f32, m: i32, f: u32) -> i64 {
+    let (xc, ec) = split_c(c);
+    let d = (m - ec) as u32;
+    let v = if f >= 23 {
+        (xc << (f - 23)) >> d.min(63)
+    } else {
+        xc >> (d + 23 - f).min(63)
+    };
+    if c.is_sign_negative() {
+        -(v as i64)
+    } else {
+        v as i64
+    }
+}
+
+macro_rules! tile_impl {
+    ($name:ident, $lanes:expr, $int:ty, $uint:ty, $bits:expr) => {
+        #[inline(always)]
+        fn $name(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+            const W: usize = $lanes;
+            let k = i.k;
+            let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(k, |v| v as usize)).collect();
+            for j in (t.c0..t.c1).step_by(W) {
+                for r in t.r0..t.r1 {
+                    let xa = &d.xa[r * (k + 1)..(r + 1) * (k + 1)];
+                    let ea = &d.ea[r * (k + 1)..(r + 1) * (k + 1)];
+                    let lr = (r - t.r0) * t.ld;
+                    let cv: &[f32; W] = c[lr + j - t.c0..][..W].try_into().unwrap();
+                    // M: the largest nominal exponent (C's and the products')
+                    let mut m = [0i32; W];
+                    for l in 0..W {
+                        m[l] = split_c(cv[l]).1;
+                    }
+                    for &kx in &kidx {
+                        let e0 = ea[kx];
+                        let at = d.b_at(k, kx, j);
+                        let eb: &[i32; W] = d.b[at + 16..][..W].try_into().unwrap();
+                        for l in 0..W {
+                            m[l] = m[l].max(e0 + eb[l]);
+                        }
+                    }
+                    let mut s = [0 as $int; W];
+                    for &kx in &kidx {
+                        let (x0, e0) = (xa[kx] as $int, ea[kx] - p.r0 as i32);
+                        let at = d.b_at(k, kx, j);
+                        let xb: &[i32; W] = d.b[at..][..W].try_into().unwrap();
+                        let eb: &[i32; W] = d.b[at + 16..][..W].try_into().unwrap();
+                        for l in 0..W {
+                            let sh = (m[l] - e0 - eb[l]) as u32;
+                            let prod = x0.wrapping_mul(xb[l] as $int);
+                            let v = (prod.unsigned_abs() >> sh.min($bits - 1)) as $int;
+                            s[l] = s[l].wrapping_add(if prod < 0 { v.wrapping_neg() } else { v });
+                        }
+                    }
+                    let out: &mut [f32; W] = (&mut o[lr + j - t.c0..][..W]).try_into().unwrap();
+                    for l in 0..W {
+                        out[l] = finish(i, r, j + l, &kidx, s[l] as i64, m[l], cv[l], p);
+                    }
+                }
+            }
+        }
+    };
+}
+
+tile_impl!(tile_narrow, 16, i32, u32, 32);
+tile_impl!(tile_wide, 8, i64, u64, 64);
+
+/// The fused sum's result from the products' sum `sp` and C.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn finish(i: &Inputs, r: usize, j: usize, kidx: &[usize], sp: i64, m: i32, c: f32, p: Params) -> f32 {
+    if !c.is_finite() {
+        return if c.is_nan() { f32::from_bits(crate::gemm::step::FUSED_NAN) } else { c };
+    }
+    let s = sp + c_term(c, m, p.f);
+    if s == 0 {
+        // -0 only when C and every product are negative zeros
+        let neg = c.to_bits() == 0x8000_0000
+            && j < i.n
+            && kidx.iter().all(|&kx| {
+                if kx == i.k {
+                    return false;
+                }
+                let (a, b) = (i.a[i.rows[r] * i.k + kx], i.bt[j * i.k + kx]);
+                (a == 0.0 || b == 0.0) && (a.is_sign_negative() != b.is_sign_negative())
+            });
+        return if neg { -0.0 } else { 0.0 };
+    }
+    rz(s < 0, s.unsigned_abs(), m - p.f as i32, p.out)
+}
+
+/// `step::round_exact(.., Round::Rz)` for a 64-bit magnitude.
+#[inline(always)]
+fn rz(neg: bool, mag: u64, exp: i32, out: u32) -> f32 {
+    let lead = 63 - mag.leading_zeros() as i32 + exp;
+    let q = lead.max(-126) - out as i32;
+    let m = if q <= exp {
+        mag << (exp - q) as u32
+    } else {
+        let sh = (q - exp) as u32;
+        if sh >= 64 {
+            0
+        } else {
+            mag >> sh
+        }
+    };
+    let v = if m != 0 && q + (63 - m.leading_zeros() as i32) > 127 {
+        (((1u64 << (out + 1)) - 1) as f64 * pow2(127 - out as i32)) as f32
+    } else {
+        (m as f64 * pow2(q)) as f32
+    };
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+#[inline(always)]
+fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::step::{round_exact, Exact, Round};
+
+    #[test]
+    fn rz_matches_round_exact() {
+        let mut s = 7u64;
+        for _ in 0..200_000 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let mag = (s >> (s % 64)) | 1;
+            let exp = ((s >> 40) % 400) as i32 - 250;
+            let out = [23, 13, 10, 7][(s >> 20) as usize % 4];
+            let neg = s & 1 == 1;
+            let want = round_exact(Exact { neg, mag: mag as u128, exp }, out, Round::Rz);
+            assert_eq!(rz(neg, mag, exp, out).to_bits(), want.to_bits(), "{mag} {exp} {out}");
+        }
+    }
+
+    #[test]
+    fn split_is_exact() {
+        for t in [InType::Bf16, InType::F16, InType::E4M3, InType::E5M2, InType::F32] {
+            let (fi, emin) = (frac_bits(t), t.emin());
+            for bits in (0u32..0x7F80_0000).step_by(9973).chain([1, 0x80_0000, 0x3F80_0000]) {
+                let x = f32::from_bits(bits);
+                if let Some((xv, e)) = split(x, fi, emin) {
+                    assert_eq!(xv as f64 * 2f64.powi(e - fi as i32), x as f64, "{t:?} {x:e}");
+                }
+            }
+        }
+    }
+}
