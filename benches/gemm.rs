@@ -21,14 +21,23 @@ use std::time::Duration;
 fn prepared(order: &Order, m: usize, n: usize, k: usize, bf16: bool) -> Prepared {
     let round = |v: Vec<f32>| -> Vec<f32> {
         if bf16 {
-            v.into_iter().map(|x| f32::from_bits(x.to_bits() & 0xFFFF_0000)).collect()
+            v.into_iter()
+                .map(|x| f32::from_bits(x.to_bits() & 0xFFFF_0000))
+                .collect()
         } else {
             v
         }
     };
     let a = round(common::input(m * k));
     let b = round(common::input(k * n + 1)[1..].to_vec());
-    let p = Problem { a: Matrix::F32(&a), b: Matrix::F32(&b), m, n, k, b_layout: BLayout::Nk };
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&b),
+        m,
+        n,
+        k,
+        b_layout: BLayout::Nk,
+    };
     prepare(order, &p).unwrap()
 }
 
@@ -64,7 +73,9 @@ fn gemm_row_only(c: &mut Criterion) {
     let mut g = c.benchmark_group("gemm_row_only");
     g.sample_size(50);
     g.throughput(Throughput::Elements(2 * (n * k) as u64));
-    g.bench_function("fma_k2048_n512", |b| b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &[17]))));
+    g.bench_function("fma_k2048_n512", |b| {
+        b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &[17])))
+    });
     g.finish();
 }
 
@@ -78,7 +89,9 @@ fn tmp_rows(c: &mut Criterion) {
     g.sample_size(10);
     for r in [1usize, 2, 3, 4, 6, 8] {
         let rows: Vec<usize> = (0..r).collect();
-        g.bench_function(format!("{r}"), |b| b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &rows))));
+        g.bench_function(format!("{r}"), |b| {
+            b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &rows)))
+        });
     }
     g.finish();
 }

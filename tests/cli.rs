@@ -410,7 +410,17 @@ fn gemm_order_and_trace_commands() {
     write_f32(&pa, &[m, k], &a);
     write_f32(&pb, &[k, n], &b);
     let order = "fma;split=4;reduce=pairwise";
-    ok(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", order, "--out", s(&pc)]));
+    ok(&run(&[
+        "gemm",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--order",
+        order,
+        "--out",
+        s(&pc),
+    ]));
     let c = io::load_tensor(&pc, None).unwrap().as_f32().unwrap().into_owned();
     let p = mxbi::gemm::Problem {
         a: mxbi::gemm::Matrix::F32(&a),
@@ -423,7 +433,19 @@ fn gemm_order_and_trace_commands() {
     let want = mxbi::gemm::gemm_generic(&order.parse().unwrap(), &p, None).unwrap();
     assert_eq!(c, want);
     // row-only
-    ok(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", order, "--rows", "3,1", "--out", s(&pc)]));
+    ok(&run(&[
+        "gemm",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--order",
+        order,
+        "--rows",
+        "3,1",
+        "--out",
+        s(&pc),
+    ]));
     let r = io::load_tensor(&pc, None).unwrap();
     assert_eq!(r.shape(), &[2, n]);
     assert_eq!(r.as_f32().unwrap()[..n], want[3 * n..4 * n]);
@@ -431,17 +453,67 @@ fn gemm_order_and_trace_commands() {
     let o = run(&["order", "hopper-bf16", "--k", "64"]);
     ok(&o);
     assert!(String::from_utf8_lossy(&o.stdout).contains("preset hopper-bf16"));
-    let t = run(&["trace", "--a", s(&pa), "--b", s(&pb), "--order", "fma", "--row", "1", "--col", "2"]);
+    let t = run(&[
+        "trace",
+        "--a",
+        s(&pa),
+        "--b",
+        s(&pb),
+        "--order",
+        "fma",
+        "--row",
+        "1",
+        "--col",
+        "2",
+    ]);
     ok(&t);
     assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), k + 1);
     // MX inputs
     let (ca, sa, cb, sb) = (tmp("g_ca.npy"), tmp("g_sa.npy"), tmp("g_cb.npy"), tmp("g_sb.npy"));
-    ok(&run(&["quantize", "--format", "mxfp8-e4m3", s(&pa), "--codes", s(&ca), "--scales", s(&sa)]));
-    ok(&run(&["quantize", "--format", "mxfp8-e4m3", "--axis", "0", s(&pb), "--codes", s(&cb), "--scales", s(&sb)]));
-    for ord in ["fma;scale=block", "fma", "blackwell-mxf8f6f4", "hopper-fp8-wgmma;scale=block;promote=32"] {
+    ok(&run(&[
+        "quantize",
+        "--format",
+        "mxfp8-e4m3",
+        s(&pa),
+        "--codes",
+        s(&ca),
+        "--scales",
+        s(&sa),
+    ]));
+    ok(&run(&[
+        "quantize",
+        "--format",
+        "mxfp8-e4m3",
+        "--axis",
+        "0",
+        s(&pb),
+        "--codes",
+        s(&cb),
+        "--scales",
+        s(&sb),
+    ]));
+    for ord in [
+        "fma;scale=block",
+        "fma",
+        "blackwell-mxf8f6f4",
+        "hopper-fp8-wgmma;scale=block;promote=32",
+    ] {
         let g = [
-            "gemm", "--a", s(&ca), "--b", s(&cb), "--format", "mxfp8-e4m3", "--a-scales", s(&sa), "--b-scales", s(&sb),
-            "--order", ord, "--out", s(&pc),
+            "gemm",
+            "--a",
+            s(&ca),
+            "--b",
+            s(&cb),
+            "--format",
+            "mxfp8-e4m3",
+            "--a-scales",
+            s(&sa),
+            "--b-scales",
+            s(&sb),
+            "--order",
+            ord,
+            "--out",
+            s(&pc),
         ];
         ok(&run(&g));
     }
@@ -459,5 +531,20 @@ fn gemm_bad_input_exits_2() {
     fails_cleanly(&g("fma;reduce=sideways"), "reduce=sideways");
     fails_cleanly(&g("hopper-bf16"), "not exactly representable in bf16");
     fails_cleanly(&g("fma;scale=block"), "needs MX inputs");
-    fails_cleanly(&run(&["gemm", "--a", s(&pa), "--b", s(&pb), "--order", "fma", "--rows", "9", "--out", s(&out)]), "row 9");
+    fails_cleanly(
+        &run(&[
+            "gemm",
+            "--a",
+            s(&pa),
+            "--b",
+            s(&pb),
+            "--order",
+            "fma",
+            "--rows",
+            "9",
+            "--out",
+            s(&out),
+        ]),
+        "row 9",
+    );
 }

@@ -14,7 +14,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let x = self.0;
         (x ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ (x >> 32)
     }
@@ -67,7 +70,11 @@ fn in_values(n: usize, t: InType, rng: &mut Rng, special: bool) -> Vec<f32> {
         .map(|_| {
             let r = rng.next();
             if t == InType::F32 {
-                let e = if tiny { ((r >> 24) % 21) as u32 + 127 - 75 } else { ((r >> 24) % 61) as u32 + 127 - 30 };
+                let e = if tiny {
+                    ((r >> 24) % 21) as u32 + 127 - 75
+                } else {
+                    ((r >> 24) % 61) as u32 + 127 - 30
+                };
                 return f32::from_bits(((r >> 63) as u32) << 31 | e << 23 | (r >> 32) as u32 & 0x7F_FFFF);
             }
             let f = in_format(t);
@@ -101,7 +108,11 @@ fn in_values(n: usize, t: InType, rng: &mut Rng, special: bool) -> Vec<f32> {
         .collect();
     if special && n > 0 && rng.below(5) == 0 {
         let i = rng.below(n as u64) as usize;
-        v[i] = if t == InType::E4M3 { f32::NAN } else { [f32::INFINITY, -f32::INFINITY, f32::NAN][rng.below(3) as usize] };
+        v[i] = if t == InType::E4M3 {
+            f32::NAN
+        } else {
+            [f32::INFINITY, -f32::INFINITY, f32::NAN][rng.below(3) as usize]
+        };
     }
     v
 }
@@ -142,7 +153,10 @@ const KEYS: &[&str] = &[
 ];
 
 fn isas() -> Vec<Isa> {
-    [Isa::Portable, Isa::Avx2, Isa::Avx512].into_iter().filter(|i| i.available()).collect()
+    [Isa::Portable, Isa::Avx2, Isa::Avx512]
+        .into_iter()
+        .filter(|i| i.available())
+        .collect()
 }
 
 struct Case {
@@ -159,14 +173,32 @@ impl Case {
     fn new(order: Order, m: usize, n: usize, k: usize, seed: u64, special: bool) -> Case {
         let mut rng = Rng(seed);
         let (a, b) = match order.mma() {
-            Some(mm) => (in_values(m * k, mm.input, &mut rng, special), in_values(k * n, mm.input, &mut rng, special)),
+            Some(mm) => (
+                in_values(m * k, mm.input, &mut rng, special),
+                in_values(k * n, mm.input, &mut rng, special),
+            ),
             None => (values(m * k, &mut rng, special), values(k * n, &mut rng, special)),
         };
         let layout = if rng.below(2) == 0 { BLayout::Kn } else { BLayout::Nk };
-        Case { order, a, b, m, n, k, layout }
+        Case {
+            order,
+            a,
+            b,
+            m,
+            n,
+            k,
+            layout,
+        }
     }
     fn problem(&self) -> Problem<'_> {
-        Problem { a: Matrix::F32(&self.a), b: Matrix::F32(&self.b), m: self.m, n: self.n, k: self.k, b_layout: self.layout }
+        Problem {
+            a: Matrix::F32(&self.a),
+            b: Matrix::F32(&self.b),
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            b_layout: self.layout,
+        }
     }
 }
 
@@ -227,7 +259,10 @@ fn every_family_and_key_on_fixed_shapes() {
         for key in 0..KEYS.len() {
             let Some(order) = order(fam, key) else { continue };
             for (i, &(m, n, k)) in [(1, 1, 1), (3, 5, 64), (5, 3, 100), (9, 17, 257)].iter().enumerate() {
-                check(&Case::new(order, m, n, k, (fam * 100 + key * 10 + i) as u64, i % 2 == 1), None);
+                check(
+                    &Case::new(order, m, n, k, (fam * 100 + key * 10 + i) as u64, i % 2 == 1),
+                    None,
+                );
             }
         }
     }
@@ -262,12 +297,21 @@ fn too_wide_for_the_integer_kernels_falls_back() {
     assert!(gemm_isa(&case.order, &prep, &[0, 1, 2], Isa::Portable).is_none());
     // the public entry point still answers (generic evaluator)
     let p = case.problem();
-    assert_eq!(gemm(&case.order, &p, None).unwrap(), gemm_generic(&case.order, &p, None).unwrap());
+    assert_eq!(
+        gemm(&case.order, &p, None).unwrap(),
+        gemm_generic(&case.order, &p, None).unwrap()
+    );
 }
 
 #[test]
 fn same_result_with_one_and_two_threads() {
-    for s in ["fma", "fma;split=4;reduce=pairwise", "muladd;lanes=8", "hopper-bf16", "ampere-bf16;out=bf16"] {
+    for s in [
+        "fma",
+        "fma;split=4;reduce=pairwise",
+        "muladd;lanes=8",
+        "hopper-bf16",
+        "ampere-bf16;out=bf16",
+    ] {
         let case = Case::new(s.parse().unwrap(), 70, 90, 400, 77, false);
         let p = case.problem();
         let run = |t: usize| {
@@ -279,21 +323,42 @@ fn same_result_with_one_and_two_threads() {
         // and one row alone
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let row = pool.install(|| gemm(&case.order, &p, Some(&[33])).unwrap());
-        assert!(row.iter().zip(&one[33 * 90..34 * 90]).all(|(x, y)| x.to_bits() == y.to_bits()), "{s}");
+        assert!(
+            row.iter()
+                .zip(&one[33 * 90..34 * 90])
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{s}"
+        );
     }
 }
 
 #[test]
 fn selected_rows_equal_rows_of_the_full_result() {
-    for s in ["fma", "muladd;split=3", "fma;ktile=7;tile=fresh", "hopper-bf16;split=2", "ada-fp8;lanes=2"] {
+    for s in [
+        "fma",
+        "muladd;split=3",
+        "fma;ktile=7;tile=fresh",
+        "hopper-bf16;split=2",
+        "ada-fp8;lanes=2",
+    ] {
         let case = Case::new(s.parse().unwrap(), 40, 50, 200, 3, true);
         let p = case.problem();
         let full = gemm(&case.order, &p, None).unwrap();
-        for rows in [vec![0], vec![39], vec![5, 0], vec![7, 7, 1], (0..40).rev().collect::<Vec<_>>(), vec![3; 20]] {
+        for rows in [
+            vec![0],
+            vec![39],
+            vec![5, 0],
+            vec![7, 7, 1],
+            (0..40).rev().collect::<Vec<_>>(),
+            vec![3; 20],
+        ] {
             let got = gemm(&case.order, &p, Some(&rows)).unwrap();
             for (r, &i) in rows.iter().enumerate() {
                 let (g, w) = (&got[r * 50..(r + 1) * 50], &full[i * 50..(i + 1) * 50]);
-                assert!(g.iter().zip(w).all(|(x, y)| x.to_bits() == y.to_bits()), "{s} rows {rows:?}: row {i}");
+                assert!(
+                    g.iter().zip(w).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{s} rows {rows:?}: row {i}"
+                );
             }
             check(&case, Some(&rows));
         }
@@ -305,7 +370,11 @@ fn selected_rows_equal_rows_of_the_full_result() {
 #[test]
 fn negative_zero_through_a_chain() {
     let k = 48;
-    for (s, tail) in [("hopper-bf16", [-0.0f32, 1.0]), ("hopper-bf16", [0.0, -1.0]), ("hopper-bf16", [0.0, 1.0])] {
+    for (s, tail) in [
+        ("hopper-bf16", [-0.0f32, 1.0]),
+        ("hopper-bf16", [0.0, -1.0]),
+        ("hopper-bf16", [0.0, 1.0]),
+    ] {
         for pad in [false, true] {
             let kk = if pad { k - 5 } else { k };
             let (m, n) = (3, 4);
@@ -324,7 +393,15 @@ fn negative_zero_through_a_chain() {
                 }
             }
             let order: Order = s.parse().unwrap();
-            let case = Case { order, a, b, m, n, k: kk, layout: BLayout::Kn };
+            let case = Case {
+                order,
+                a,
+                b,
+                m,
+                n,
+                k: kk,
+                layout: BLayout::Kn,
+            };
             check(&case, None);
             let want = gemm_generic(&case.order, &case.problem(), None).unwrap();
             let neg = tail[0].is_sign_negative() != tail[1].is_sign_negative();

@@ -263,6 +263,23 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         }
         _ => unreachable!(),
     };
+    if let Kind::Scaled { fused: false, .. } = kind {
+        // every promotion block must be one aligned MX block
+        let t = order.ktile.unwrap_or(k as u32) as usize;
+        let parts_aligned = order.split == 1
+            || if order.interleave {
+                t % MX_BLOCK == 0
+            } else {
+                k.div_ceil(order.split as usize) % MX_BLOCK == 0
+            };
+        let tiles_aligned = order.tile == crate::order::Tile::Carry || t % MX_BLOCK == 0;
+        if order.lanes != 1 || !parts_aligned || !tiles_aligned {
+            return Err(GemmError::Unsupported(
+                "scale=block with an mma order needs every part and tile to start on an MX block (multiples of 32) and no lanes"
+                    .into(),
+            ));
+        }
+    }
     // The hardware step's input type.
     if let Some(mm) = order.mma() {
         let (a, bt) = match &kind {

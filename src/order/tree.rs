@@ -217,14 +217,10 @@ fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
             .map(|p| all.iter().copied().filter(|&x| x as usize / chunk == p).collect())
             .collect()
     };
+    // fresh tiles: each part cut into tiles of T from its own start (for
+    // interleaved parts these are exactly the dealt k-tiles)
     let fresh = |part: &Vec<u32>| -> Vec<Vec<u32>> {
-        let mut out: Vec<Vec<u32>> = Vec::new();
-        for &x in part {
-            match out.last_mut() {
-                Some(run) if tile_of(*run.last().unwrap()) == tile_of(x) => run.push(x),
-                _ => out.push(vec![x]),
-            }
-        }
+        let mut out: Vec<Vec<u32>> = part.chunks(t).map(|c| c.to_vec()).collect();
         if out.is_empty() {
             out.push(Vec::new());
         }

@@ -31,9 +31,24 @@ struct Geometry {
 
 fn geometry(isa: Isa) -> Geometry {
     match isa {
-        Isa::Avx512 => Geometry { mr: 12, nr: 32, kc: 256, mc: 96 },
-        Isa::Avx2 => Geometry { mr: 6, nr: 16, kc: 256, mc: 96 },
-        Isa::Portable => Geometry { mr: 4, nr: 8, kc: 256, mc: 64 },
+        Isa::Avx512 => Geometry {
+            mr: 12,
+            nr: 32,
+            kc: 256,
+            mc: 96,
+        },
+        Isa::Avx2 => Geometry {
+            mr: 6,
+            nr: 16,
+            kc: 256,
+            mc: 96,
+        },
+        Isa::Portable => Geometry {
+            mr: 4,
+            nr: 8,
+            kc: 256,
+            mc: 64,
+        },
     }
 }
 
@@ -193,11 +208,18 @@ fn pack_b(bt: &[f32], k: usize, n: usize, ks: &[u32], nr: usize) -> Vec<f32> {
     let panels = n.div_ceil(nr);
     let len = ks.len();
     let mut out = vec![0f32; panels * len * nr];
+    // blocks of 64 k keep the destination lines in L1 while each column's
+    // source is read in one sequential run
+    const KB: usize = 64;
     out.par_chunks_mut((len * nr).max(1)).enumerate().for_each(|(p, dst)| {
-        for x in 0..nr.min(n - p * nr) {
-            let src = &bt[(p * nr + x) * k..(p * nr + x + 1) * k];
-            for (kk, &kx) in ks.iter().enumerate() {
-                dst[kk * nr + x] = src[kx as usize];
+        for kb in (0..len).step_by(KB) {
+            let kse = &ks[kb..(kb + KB).min(len)];
+            let d = &mut dst[kb * nr..];
+            for x in 0..nr.min(n - p * nr) {
+                let src = &bt[(p * nr + x) * k..(p * nr + x + 1) * k];
+                for (kk, &kx) in kse.iter().enumerate() {
+                    d[kk * nr + x] = src[kx as usize];
+                }
             }
         }
     });
@@ -279,12 +301,16 @@ fn direct(isa: Isa, d: Direct, fma: bool) {
 pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: &[usize], isa: Isa) -> Vec<f32> {
     let threads = rayon::current_num_threads().max(1);
     let fma = plan.ops.iter().any(|o| matches!(o, Op::Chain { fma: true, .. }));
-    let dr: usize = std::env::var("DR").ok().and_then(|v| v.parse().ok()).unwrap_or(DIRECT_ROWS);
+    let dr: usize = std::env::var("DR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DIRECT_ROWS);
     if rows.len() <= dr {
         // tiles: one row, a block of columns
         let cb = 64usize.max(n.div_ceil(4 * threads).next_multiple_of(8)).min(n.max(1));
-        let tiles: Vec<(usize, usize)> =
-            (0..rows.len()).flat_map(|r| (0..n).step_by(cb).map(move |c| (r, c))).collect();
+        let tiles: Vec<(usize, usize)> = (0..rows.len())
+            .flat_map(|r| (0..n).step_by(cb).map(move |c| (r, c)))
+            .collect();
         let done: Vec<Vec<f32>> = tiles
             .par_iter()
             .map(|&(r, c0)| {
@@ -296,7 +322,20 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
                         Op::Chain { ks, .. } => {
                             let dst = &mut bufs.0[st.dst];
                             let rr = std::slice::from_ref(&rows[r]);
-                            direct(isa, Direct { a, bt, k, ks, rows: rr, cols: c0..c1, dst, ld }, fma);
+                            direct(
+                                isa,
+                                Direct {
+                                    a,
+                                    bt,
+                                    k,
+                                    ks,
+                                    rows: rr,
+                                    cols: c0..c1,
+                                    dst,
+                                    ld,
+                                },
+                                fma,
+                            );
                         }
                         op => elementwise(op, st, &mut bufs.0),
                     }
@@ -323,8 +362,9 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     // enough tasks for the threads: split columns when rows are few
     let col_split = (4 * threads).div_ceil(row_blocks).clamp(1, panels);
     let pb = panels.div_ceil(col_split);
-    let tiles: Vec<(usize, usize)> =
-        (0..row_blocks).flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p))).collect();
+    let tiles: Vec<(usize, usize)> = (0..row_blocks)
+        .flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p)))
+        .collect();
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
         .map(|&(r0, p0)| {

@@ -43,7 +43,11 @@ fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
     if field == 0 && mant == 0 {
         return Some((0, emin));
     }
-    let (sig, ex) = if field == 0 { (mant, -126) } else { (mant | 1 << 23, field - 127) };
+    let (sig, ex) = if field == 0 {
+        (mant, -126)
+    } else {
+        (mant | 1 << 23, field - 127)
+    };
     let e = ex.max(emin);
     let sh = (23 - fi as i32 + (e - ex)) as u32;
     if sh >= 24 || sig & ((1 << sh) - 1) != 0 {
@@ -123,19 +127,24 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
     // decompose A rows
     let mut xa = vec![0i64; rows.len() * (k + 1)];
     let mut ea = vec![emin; rows.len() * (k + 1)];
-    let ok_a = xa.par_chunks_mut(k + 1).zip(ea.par_chunks_mut(k + 1)).zip(rows.par_iter()).enumerate().all(
-        |(r, ((x, e), &row))| {
+    let ok_a = xa
+        .par_chunks_mut(k + 1)
+        .zip(ea.par_chunks_mut(k + 1))
+        .zip(rows.par_iter())
+        .enumerate()
+        .all(|(r, ((x, e), &row))| {
             if inp.bad_rows[r] {
                 return true;
             }
             for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
-                let Some((xv, ev)) = split(v, fi, emin) else { return false };
+                let Some((xv, ev)) = split(v, fi, emin) else {
+                    return false;
+                };
                 x[kk] = (xv as i64) << l;
                 e[kk] = ev;
             }
             true
-        },
-    );
+        });
     // decompose B into panels of 16 columns
     let mut b = vec![0i32; n.div_ceil(16) * (k + 1) * 32];
     let ok_b = b.par_chunks_mut((k + 1) * 32).enumerate().all(|(panel, dst)| {
@@ -148,7 +157,9 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                 continue;
             }
             for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
-                let Some((xv, ev)) = split(v, fi, emin) else { return false };
+                let Some((xv, ev)) = split(v, fi, emin) else {
+                    return false;
+                };
                 dst[kk * 32 + x] = xv;
                 dst[kk * 32 + 16 + x] = ev;
             }
@@ -161,8 +172,10 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
     let dec = Dec { xa, ea, b };
     let p = Params { f: m.f, out: m.out, r0 };
 
-    let tiles: Vec<(usize, usize)> =
-        (0..rows.len()).step_by(TILE_ROWS).flat_map(|r| (0..n).step_by(TILE_COLS).map(move |c| (r, c))).collect();
+    let tiles: Vec<(usize, usize)> = (0..rows.len())
+        .step_by(TILE_ROWS)
+        .flat_map(|r| (0..n).step_by(TILE_COLS).map(move |c| (r, c)))
+        .collect();
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
         .map(|&(r0, c0)| {
@@ -236,33 +249,72 @@ mod x86 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
-    pub(super) unsafe fn avx512_wide(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+    pub(super) unsafe fn avx512_wide(
+        i: &Inputs,
+        d: &Dec,
+        p: Params,
+        ks: &[Option<u32>],
+        t: &Tile,
+        c: &[f32],
+        o: &mut [f32],
+    ) {
         tile_wide(i, d, p, ks, t, c, o)
     }
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
-    pub(super) unsafe fn avx2_narrow(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+    pub(super) unsafe fn avx2_narrow(
+        i: &Inputs,
+        d: &Dec,
+        p: Params,
+        ks: &[Option<u32>],
+        t: &Tile,
+        c: &[f32],
+        o: &mut [f32],
+    ) {
         tile_narrow(i, d, p, ks, t, c, o)
     }
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
-    pub(super) unsafe fn avx2_wide(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+    pub(super) unsafe fn avx2_wide(
+        i: &Inputs,
+        d: &Dec,
+        p: Params,
+        ks: &[Option<u32>],
+        t: &Tile,
+        c: &[f32],
+        o: &mut [f32],
+    ) {
         tile_wide(i, d, p, ks, t, c, o)
     }
 
     /// Lanes 0..8 / 8..16 of a 16 x i32 vector, sign-extended to i64.
     #[inline(always)]
     unsafe fn widen(v: __m512i) -> (__m512i, __m512i) {
-        (_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)), _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)))
+        (
+            _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)),
+        )
     }
 
     /// Two 8 x i64 vectors (values fitting i32) as one 16 x i32 vector.
     #[inline(always)]
     unsafe fn narrow(lo: __m512i, hi: __m512i) -> __m512i {
-        _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)), _mm512_cvtepi64_epi32(hi), 1)
+        _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
+            _mm512_cvtepi64_epi32(hi),
+            1,
+        )
     }
 
     /// The i32-lane kernel: 16 columns per vector.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
-    pub(super) unsafe fn avx512_narrow(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
+    pub(super) unsafe fn avx512_narrow(
+        i: &Inputs,
+        d: &Dec,
+        p: Params,
+        ks: &[Option<u32>],
+        t: &Tile,
+        c: &[f32],
+        o: &mut [f32],
+    ) {
         let k = i.k;
         let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(k, |v| v as usize)).collect();
         let zero = _mm512_setzero_si512();
@@ -326,7 +378,10 @@ mod x86 {
                 let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(63), lz), exp);
                 let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
                 let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
-                let (left, right) = (_mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero), _mm512_max_epi32(sh, zero));
+                let (left, right) = (
+                    _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero),
+                    _mm512_max_epi32(sh, zero),
+                );
                 let ((llo, lhi), (rlo, rhi)) = (widen(left), widen(right));
                 let mlo = _mm512_srlv_epi64(_mm512_sllv_epi64(alo, llo), rlo);
                 let mhi = _mm512_srlv_epi64(_mm512_sllv_epi64(ahi, lhi), rhi);
@@ -440,7 +495,11 @@ tile_impl!(tile_wide, 8, i64, u64, 64);
 #[allow(clippy::too_many_arguments)]
 fn finish(i: &Inputs, r: usize, j: usize, kidx: &[usize], sp: i64, m: i32, c: f32, p: Params) -> f32 {
     if !c.is_finite() {
-        return if c.is_nan() { f32::from_bits(crate::gemm::step::FUSED_NAN) } else { c };
+        return if c.is_nan() {
+            f32::from_bits(crate::gemm::step::FUSED_NAN)
+        } else {
+            c
+        };
     }
     let s = sp + c_term(c, m, p.f);
     if s == 0 {
@@ -505,7 +564,15 @@ mod tests {
             let exp = ((s >> 40) % 400) as i32 - 250;
             let out = [23, 13, 10, 7][(s >> 20) as usize % 4];
             let neg = s & 1 == 1;
-            let want = round_exact(Exact { neg, mag: mag as u128, exp }, out, Round::Rz);
+            let want = round_exact(
+                Exact {
+                    neg,
+                    mag: mag as u128,
+                    exp,
+                },
+                out,
+                Round::Rz,
+            );
             assert_eq!(rz(neg, mag, exp, out).to_bits(), want.to_bits(), "{mag} {exp} {out}");
         }
     }

@@ -80,7 +80,9 @@ pub fn gemm(order: &Order, prep: &Prepared, rows: &[usize]) -> Option<Vec<f32>> 
 #[doc(hidden)]
 pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Option<Vec<f32>> {
     assert!(isa.available(), "{isa:?} is not available on this CPU");
-    let Kind::Values { a, bt } = &prep.kind else { return None };
+    let Kind::Values { a, bt } = &prep.kind else {
+        return None;
+    };
     let (k, n) = (prep.k, prep.n);
     if rows.iter().any(|&r| r >= prep.m) {
         return None;
@@ -90,25 +92,41 @@ pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Opt
     }
     let tree = order.compile(k);
     let plan = Plan::from_tree(&tree)?;
-    let bad_rows: Vec<bool> = rows.par_iter().map(|&r| a[r * k..(r + 1) * k].iter().any(|x| !x.is_finite())).collect();
-    let bad_cols: Vec<bool> =
-        (0..n).into_par_iter().map(|j| bt[j * k..(j + 1) * k].iter().any(|x| !x.is_finite())).collect();
+    let bad_rows: Vec<bool> = rows
+        .par_iter()
+        .map(|&r| a[r * k..(r + 1) * k].iter().any(|x| !x.is_finite()))
+        .collect();
+    let bad_cols: Vec<bool> = (0..n)
+        .into_par_iter()
+        .map(|j| bt[j * k..(j + 1) * k].iter().any(|x| !x.is_finite()))
+        .collect();
     let mut out = match order.family {
         Family::Fma | Family::MulAdd => fma::run(&plan, a, bt, k, n, rows, isa),
         Family::Mma(m) => {
-            let inp = mma::Inputs { a, bt, k, n, rows, bad_rows: &bad_rows, bad_cols: &bad_cols };
+            let inp = mma::Inputs {
+                a,
+                bt,
+                k,
+                n,
+                rows,
+                bad_rows: &bad_rows,
+                bad_cols: &bad_cols,
+            };
             mma::run(&plan, m, &inp, isa)?
         }
     };
     if bad_rows.iter().any(|&b| b) || bad_cols.iter().any(|&b| b) {
-        out.par_chunks_mut(n).zip(rows.par_iter()).zip(bad_rows.par_iter()).for_each(|((row, &i), &bad)| {
-            let mut scratch = Vec::new();
-            for (j, o) in row.iter_mut().enumerate() {
-                if bad || bad_cols[j] {
-                    *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
+        out.par_chunks_mut(n)
+            .zip(rows.par_iter())
+            .zip(bad_rows.par_iter())
+            .for_each(|((row, &i), &bad)| {
+                let mut scratch = Vec::new();
+                for (j, o) in row.iter_mut().enumerate() {
+                    if bad || bad_cols[j] {
+                        *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
+                    }
                 }
-            }
-        });
+            });
     }
     Some(out)
 }

@@ -18,7 +18,12 @@ pub(super) enum Op {
     /// when `fma` is false) over `ks` in order.
     Chain { ks: Vec<u32>, fma: bool },
     /// One tensor-core fused sum with C the value of op `c`.
-    Fused { c: usize, ks: Vec<Option<u32>>, f: u32, out: u32 },
+    Fused {
+        c: usize,
+        ks: Vec<Option<u32>>,
+        f: u32,
+        out: u32,
+    },
     /// `RN(a + b)`.
     Add { a: usize, b: usize },
     /// `fma(1.0, partial, acc)` (element inputs: no block scales).
@@ -108,9 +113,17 @@ impl Plan {
                         }
                     }
                 }
-                Node::Fused { c, ks, f, out } => Op::Fused { c: m(c)?, ks: ks.clone(), f: *f, out: *out },
+                Node::Fused { c, ks, f, out } => Op::Fused {
+                    c: m(c)?,
+                    ks: ks.clone(),
+                    f: *f,
+                    out: *out,
+                },
                 Node::Add { a, b } => Op::Add { a: m(a)?, b: m(b)? },
-                Node::Promote { acc, partial, .. } => Op::Promote { acc: m(acc)?, partial: m(partial)? },
+                Node::Promote { acc, partial, .. } => Op::Promote {
+                    acc: m(acc)?,
+                    partial: m(partial)?,
+                },
                 Node::Convert { x, to } => Op::Convert { x: m(x)?, to: *to },
             };
             map[i] = ops.len();
@@ -189,7 +202,12 @@ fn schedule(ops: Vec<Op>, root: usize) -> Plan {
         slot_of[o] = dst;
         steps.push(Step { op: o, dst, src });
     }
-    Plan { root_slot: slot_of[root], ops, steps, slots }
+    Plan {
+        root_slot: slot_of[root],
+        ops,
+        steps,
+        slots,
+    }
 }
 
 #[cfg(test)]
@@ -205,7 +223,15 @@ mod tests {
     fn parts_become_chains() {
         let p = plan("fma;split=4/interleave;ktile=2", 16);
         let chains: Vec<Vec<u32>> = p.chains().map(|(_, ks)| ks.to_vec()).collect();
-        assert_eq!(chains, vec![vec![0, 1, 8, 9], vec![2, 3, 10, 11], vec![4, 5, 12, 13], vec![6, 7, 14, 15]]);
+        assert_eq!(
+            chains,
+            vec![
+                vec![0, 1, 8, 9],
+                vec![2, 3, 10, 11],
+                vec![4, 5, 12, 13],
+                vec![6, 7, 14, 15]
+            ]
+        );
         // a serial reduction keeps at most three tiles alive
         let p = plan("fma;ktile=1;tile=fresh", 300);
         assert_eq!(p.chains().count(), 300);
