@@ -268,11 +268,11 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         let t = order.ktile.unwrap_or(k as u32) as usize;
         let parts_aligned = order.split == 1
             || if order.interleave {
-                t % MX_BLOCK == 0
+                t.is_multiple_of(MX_BLOCK)
             } else {
-                k.div_ceil(order.split as usize) % MX_BLOCK == 0
+                k.div_ceil(order.split as usize).is_multiple_of(MX_BLOCK)
             };
-        let tiles_aligned = order.tile == crate::order::Tile::Carry || t % MX_BLOCK == 0;
+        let tiles_aligned = order.tile == crate::order::Tile::Carry || t.is_multiple_of(MX_BLOCK);
         if order.lanes != 1 || !parts_aligned || !tiles_aligned {
             return Err(GemmError::Unsupported(
                 "scale=block with an mma order needs every part and tile to start on an MX block (multiples of 32) and no lanes"
