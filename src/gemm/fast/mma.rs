@@ -395,15 +395,14 @@ mod x86 {
                 bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
                 let op = o[lr + j - t.c0..][..16].as_mut_ptr();
                 _mm512_storeu_si512(op as *mut _, bits);
-                // rare lanes: C not finite, or a zero sum with C = -0
-                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF))
-                    | (zm & _mm512_cmpeq_epi32_mask(cb, _mm512_set1_epi32(i32::MIN)));
+                // rare lanes: C not finite
+                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF));
                 if special != 0 {
                     let (mut sa, mut ma) = ([0i32; 16], [0i32; 16]);
                     _mm512_storeu_si512(sa.as_mut_ptr() as *mut _, s);
                     _mm512_storeu_si512(ma.as_mut_ptr() as *mut _, m);
                     for l in (0..16).filter(|l| special >> l & 1 != 0) {
-                        *op.add(l) = finish(i, r, j + l, &kidx, sa[l] as i64, ma[l], *cp.add(l), p);
+                        *op.add(l) = finish(sa[l] as i64, ma[l], *cp.add(l), p);
                     }
                 }
             }
@@ -479,7 +478,7 @@ macro_rules! tile_impl {
                     }
                     let out: &mut [f32; W] = (&mut o[lr + j - t.c0..][..W]).try_into().unwrap();
                     for l in 0..W {
-                        out[l] = finish(i, r, j + l, &kidx, s[l] as i64, m[l], cv[l], p);
+                        out[l] = finish(s[l] as i64, m[l], cv[l], p);
                     }
                 }
             }
@@ -492,8 +491,7 @@ tile_impl!(tile_wide, 8, i64, u64, 64);
 
 /// The fused sum's result from the products' sum `sp` and C.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn finish(i: &Inputs, r: usize, j: usize, kidx: &[usize], sp: i64, m: i32, c: f32, p: Params) -> f32 {
+fn finish(sp: i64, m: i32, c: f32, p: Params) -> f32 {
     if !c.is_finite() {
         return if c.is_nan() {
             f32::from_bits(crate::gemm::step::FUSED_NAN)
@@ -503,17 +501,7 @@ fn finish(i: &Inputs, r: usize, j: usize, kidx: &[usize], sp: i64, m: i32, c: f3
     }
     let s = sp + c_term(c, m, p.f);
     if s == 0 {
-        // -0 only when C and every product are negative zeros
-        let neg = c.to_bits() == 0x8000_0000
-            && j < i.n
-            && kidx.iter().all(|&kx| {
-                if kx == i.k {
-                    return false;
-                }
-                let (a, b) = (i.a[i.rows[r] * i.k + kx], i.bt[j * i.k + kx]);
-                (a == 0.0 || b == 0.0) && (a.is_sign_negative() != b.is_sign_negative())
-            });
-        return if neg { -0.0 } else { 0.0 };
+        return 0.0; // an integer adder has no -0
     }
     rz(s < 0, s.unsigned_abs(), m - p.f as i32, p.out)
 }
