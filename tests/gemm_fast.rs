@@ -369,7 +369,13 @@ fn selected_rows_equal_rows_of_the_full_result() {
 /// later step whose exact sum is zero gives +0 (an integer adder has no -0).
 #[test]
 fn negative_zero_from_underflow() {
-    for (kk, tail) in [(16, [0f32, 0.0]), (48, [-0.0, 1.0]), (48, [0.0, -1.0]), (43, [0.0, 1.0]), (48, [1.0, 1.0])] {
+    for (kk, tail) in [
+        (16, [0f32, 0.0]),
+        (48, [-0.0, 1.0]),
+        (48, [0.0, -1.0]),
+        (43, [0.0, 1.0]),
+        (48, [1.0, 1.0]),
+    ] {
         let (m, n) = (3, 4);
         let mut a = vec![0f32; m * kk];
         let mut b = vec![0f32; kk * n];
@@ -386,8 +392,20 @@ fn negative_zero_from_underflow() {
                 b[x * n + j] = if j == 3 { 0.0 } else { tail[1] };
             }
         }
-        for s in ["hopper-bf16", "hopper-bf16;split=2;reduce=pairwise", "hopper-bf16;out=f16"] {
-            let case = Case { order: s.parse().unwrap(), a: a.clone(), b: b.clone(), m, n, k: kk, layout: BLayout::Kn };
+        for s in [
+            "hopper-bf16",
+            "hopper-bf16;split=2;reduce=pairwise",
+            "hopper-bf16;out=f16",
+        ] {
+            let case = Case {
+                order: s.parse().unwrap(),
+                a: a.clone(),
+                b: b.clone(),
+                m,
+                n,
+                k: kk,
+                layout: BLayout::Kn,
+            };
             check(&case, None);
             let want = gemm_generic(&case.order, &case.problem(), None).unwrap();
             if s == "hopper-bf16" {

@@ -90,6 +90,36 @@ impl Input {
         }
     }
 
+    /// The value as f64 (exact: significands have at most 53 bits), for
+    /// messages.
+    pub fn value(&self) -> f64 {
+        match *self {
+            Input::Zero { negative } => {
+                if negative {
+                    -0.0
+                } else {
+                    0.0
+                }
+            }
+            Input::Finite { negative, sig, exp } => {
+                let v = sig as f64 * 2f64.powi(exp);
+                if negative {
+                    -v
+                } else {
+                    v
+                }
+            }
+            Input::Inf { negative } => {
+                if negative {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Input::Nan { .. } => f64::NAN,
+        }
+    }
+
     /// The same value multiplied by 2^k (exact; NaN/Inf/zero unchanged).
     pub fn scaled(self, k: i32) -> Input {
         match self {
@@ -104,12 +134,12 @@ impl Input {
 }
 
 /// Why a value could not be cast.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CastError {
     #[error("element {index}: NaN cannot be represented in {format} (it has no NaN); choose a NaN policy or preset that maps it")]
     Nan { format: Format, index: u64 },
-    #[error("element {index}: {value} overflows {format}, which has no Inf or NaN; use --overflow saturate")]
-    Overflow { format: Format, index: u64, value: String },
+    #[error("element {index}: {value:e} overflows {format}, which has no Inf or NaN; use --overflow saturate")]
+    Overflow { format: Format, index: u64, value: f64 },
     #[error("invalid cast policy for {format}: {reason}")]
     Policy { format: Format, reason: String },
 }
@@ -120,7 +150,7 @@ pub fn encode_f32(x: f32, format: Format, p: &CastPolicy, index: u64) -> Result<
     if format == Format::E8M0 {
         return Ok(super::e8m0::encode_e8m0_f32(x, p, index) as u16);
     }
-    encode_input(Input::from_f32(x), format, p, index).map_err(|e| e.with_value(|| format!("{x:e}")))
+    encode_input(Input::from_f32(x), format, p, index)
 }
 
 /// Encode one f64 under `p`: exact, single rounding, unless the policy asks
@@ -132,20 +162,7 @@ pub fn encode_f64(x: f64, format: Format, p: &CastPolicy, index: u64) -> Result<
     if format == Format::E8M0 {
         return Ok(super::e8m0::encode_e8m0_f64(x, p, index) as u16);
     }
-    encode_input(Input::from_f64(x), format, p, index).map_err(|e| e.with_value(|| format!("{x:e}")))
-}
-
-impl CastError {
-    fn with_value(self, v: impl FnOnce() -> String) -> Self {
-        match self {
-            CastError::Overflow { format, index, .. } => CastError::Overflow {
-                format,
-                index,
-                value: v(),
-            },
-            e => e,
-        }
-    }
+    encode_input(Input::from_f64(x), format, p, index)
 }
 
 /// Encode an exactly decomposed value.
@@ -192,7 +209,7 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
         Err(CastError::Overflow {
             format,
             index,
-            value: String::new(),
+            value: x.value(),
         })
     };
     match x {
@@ -240,7 +257,7 @@ fn encode_int8(x: Input, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
             return Err(CastError::Overflow {
                 format: Format::Int8,
                 index,
-                value: String::new(),
+                value: x.value(),
             });
         }
         Ok(if negative { lo as i8 as u8 as u16 } else { 127 })

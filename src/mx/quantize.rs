@@ -6,7 +6,7 @@ use crate::format::{encode_input, CastError, CastTable, Input, Rounding};
 use rayon::prelude::*;
 
 /// Why a quantization or dequantization request was rejected.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum MxError {
     #[error("block size {0} is not a power of two (>= 1)")]
     BlockNotPow2(usize),

@@ -392,7 +392,7 @@ mod x86 {
                 );
                 bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), sat);
                 bits = _mm512_mask_mov_epi32(bits, zm, zero);
-                bits = _mm512_mask_or_epi32(bits, neg & !_mm512_cmpeq_epi32_mask(mm, zero), bits, _mm512_set1_epi32(i32::MIN));
+                bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
                 let op = o[lr + j - t.c0..][..16].as_mut_ptr();
                 _mm512_storeu_si512(op as *mut _, bits);
                 // rare lanes: C not finite

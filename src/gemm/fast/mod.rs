@@ -90,8 +90,10 @@ pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Opt
     if rows.is_empty() || n == 0 {
         return Some(vec![0.0; rows.len() * n]);
     }
+    let t0 = std::time::Instant::now();
     let tree = order.compile(k);
     let plan = Plan::from_tree(&tree)?;
+    if std::env::var("DBG").is_ok() { eprintln!("plan {:?}", t0.elapsed()); }
     let bad_rows: Vec<bool> = rows
         .par_iter()
         .map(|&r| a[r * k..(r + 1) * k].iter().any(|x| !x.is_finite()))
@@ -100,6 +102,7 @@ pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Opt
         .into_par_iter()
         .map(|j| bt[j * k..(j + 1) * k].iter().any(|x| !x.is_finite()))
         .collect();
+    if std::env::var("DBG").is_ok() { eprintln!("scan {:?}", t0.elapsed()); }
     let mut out = match order.family {
         Family::Fma | Family::MulAdd => fma::run(&plan, a, bt, k, n, rows, isa),
         Family::Mma(m) => {
@@ -115,6 +118,7 @@ pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Opt
             mma::run(&plan, m, &inp, isa)?
         }
     };
+    if std::env::var("DBG").is_ok() { eprintln!("run {:?}", t0.elapsed()); }
     if bad_rows.iter().any(|&b| b) || bad_cols.iter().any(|&b| b) {
         out.par_chunks_mut(n)
             .zip(rows.par_iter())
