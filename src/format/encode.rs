@@ -16,6 +16,8 @@ use super::policy::{CastPolicy, NanOut, NanPolicy, Overflow};
 use super::round::{round_to_quantum, Rounding};
 use super::{Format, MiniFloat};
 use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// An input value decomposed exactly from its bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,7 +297,8 @@ fn encode_int8(x: Input, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
 /// bits 8..16 code when they are not; bit 30 / bit 31 flag an error for the
 /// zero / nonzero case.
 pub struct CastTable {
-    entries: Vec<u32>,
+    /// Indexed by the top 16 bits: a fixed size, so lookups need no bounds check.
+    entries: Box<[u32; 65536]>,
 }
 
 impl CastTable {
@@ -319,8 +322,26 @@ impl CastTable {
                 };
                 z | n << 8 | ez << 30 | en << 31
             })
-            .collect();
+            .collect::<Vec<u32>>();
+        let entries: Box<[u32; 65536]> = entries.into_boxed_slice().try_into().expect("65536 entries");
         Some(CastTable { entries })
+    }
+
+    /// The table for `(format, p)`, built once per process and shared
+    /// (building costs 2^17 exact encodes).
+    pub fn cached(format: Format, p: &CastPolicy) -> Option<Arc<CastTable>> {
+        static CACHE: OnceLock<Mutex<HashMap<(Format, CastPolicy), Arc<CastTable>>>> = OnceLock::new();
+        let key = (format, *p);
+        let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+        if let Some(t) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Some(Arc::clone(t));
+        }
+        let t = Arc::new(CastTable::build(format, p)?);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, Arc::clone(&t));
+        Some(t)
     }
 
     /// Code of one f32 and an error flag (0 or 1).
@@ -374,7 +395,7 @@ pub fn cast_f32_slice(
                     reason: "16-bit codes need a u16 output".into(),
                 });
             }
-            if let Some(table) = CastTable::build(format, p) {
+            if let Some(table) = CastTable::cached(format, p) {
                 let any_err = input
                     .par_chunks(CHUNK)
                     .zip(out.par_chunks_mut(CHUNK))

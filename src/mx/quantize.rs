@@ -181,7 +181,7 @@ struct ElementCoder {
     policy: MxPolicy,
     /// Table path: valid when rescaling in f32 cannot change the code (the
     /// rounding modes whose result for |v| < 2^-126 is zero).
-    table: Option<CastTable>,
+    table: Option<std::sync::Arc<CastTable>>,
     nan_code: u8,
 }
 
@@ -190,7 +190,7 @@ impl ElementCoder {
         let el = format.element();
         p.element.validate(el).map_err(MxError::Policy)?;
         let table = match p.element.rounding {
-            Rounding::NearestEven | Rounding::NearestAway | Rounding::TowardZero => CastTable::build(el, &p.element),
+            Rounding::NearestEven | Rounding::NearestAway | Rounding::TowardZero => CastTable::cached(el, &p.element),
             _ => None,
         };
         let nan_code = p.nan_block_codes.code(format);
@@ -206,10 +206,12 @@ impl ElementCoder {
     fn block(&self, x: &[f32], out: &mut [u8], index: u64) -> Result<u8, MxError> {
         let p = &self.policy;
         let flush = p.flush_subnormals;
-        let mut amax = 0u32;
-        for v in x {
-            amax = amax.max(abs_bits(*v, flush));
-        }
+        let amax = if flush {
+            x.iter().fold(0u32, |m, v| m.max(abs_bits(*v, true)))
+        } else {
+            x.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7FFF_FFFF))
+        };
+        let mut amax = amax;
         if amax > 0x7F80_0000 && p.nonfinite == NonFiniteBlock::Saturate {
             // fmaxf semantics: NaN does not take part in amax.
             amax = x
@@ -235,15 +237,23 @@ impl ElementCoder {
         if let Some(t) = &self.table {
             let m = pow2_f32(-e);
             let mut err = 0;
-            for (o, v) in out.iter_mut().zip(x) {
-                let v = if flush && abs_bits(*v, false) < 0x0080_0000 {
-                    f32::from_bits(v.to_bits() & 0x8000_0000)
-                } else {
-                    *v
-                };
-                let (c, er) = t.lookup((v * m).to_bits());
-                *o = c;
-                err |= er;
+            if flush {
+                for (o, v) in out.iter_mut().zip(x) {
+                    let v = if abs_bits(*v, false) < 0x0080_0000 {
+                        f32::from_bits(v.to_bits() & 0x8000_0000)
+                    } else {
+                        *v
+                    };
+                    let (c, er) = t.lookup((v * m).to_bits());
+                    *o = c;
+                    err |= er;
+                }
+            } else {
+                for (o, v) in out.iter_mut().zip(x) {
+                    let (c, er) = t.lookup((*v * m).to_bits());
+                    *o = c;
+                    err |= er;
+                }
             }
             if err == 0 {
                 return Ok((e + 127) as u8);
