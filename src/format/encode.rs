@@ -330,7 +330,8 @@ impl CastTable {
     /// The table for `(format, p)`, built once per process and shared
     /// (building costs 2^17 exact encodes).
     pub fn cached(format: Format, p: &CastPolicy) -> Option<Arc<CastTable>> {
-        static CACHE: OnceLock<Mutex<HashMap<(Format, CastPolicy), Arc<CastTable>>>> = OnceLock::new();
+        type Cache = Mutex<HashMap<(Format, CastPolicy), Arc<CastTable>>>;
+        static CACHE: OnceLock<Cache> = OnceLock::new();
         let key = (format, *p);
         let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
         if let Some(t) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
