@@ -3,9 +3,10 @@
 //! not timed):
 //! * `gemm_fma`: the `fma` order at M = N = K = 2048 (and 512), all rows;
 //! * `gemm_hopper_bf16`: `hopper-bf16` (mma k=16, F=25) on bf16 inputs at
-//!   M = N = K = 1024 (and 256);
+//!   M = N = K = 256, 1024 and 2048;
 //! * `gemm_row_only`: batch-invariance row check, one row of an `fma` GEMM
-//!   with K = 2048, N = 512.
+//!   with K = 2048, N = 512 (M = 64), on prepared inputs and through
+//!   `gemm::gemm` (preparation included).
 //!
 //! Throughput is in FLOP (2 per product). `cargo bench --bench gemm`. No
 //! timing is asserted anywhere; the figures that matter are in
@@ -14,7 +15,7 @@
 mod common;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mxbi::gemm::{fast, prepare, BLayout, Matrix, Prepared, Problem};
+use mxbi::gemm::{fast, gemm, prepare, BLayout, Matrix, Prepared, Problem};
 use mxbi::order::Order;
 use std::time::Duration;
 
@@ -63,7 +64,7 @@ fn gemm_fma(c: &mut Criterion) {
 }
 
 fn gemm_hopper_bf16(c: &mut Criterion) {
-    square(c, "gemm_hopper_bf16", "hopper-bf16", &[256, 1024], true);
+    square(c, "gemm_hopper_bf16", "hopper-bf16", &[256, 1024, 2048], true);
 }
 
 fn gemm_row_only(c: &mut Criterion) {
@@ -76,23 +77,23 @@ fn gemm_row_only(c: &mut Criterion) {
     g.bench_function("fma_k2048_n512", |b| {
         b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &[17])))
     });
+    // the same through the public entry point, `prepare` (copies of A and B,
+    // B given as [N, K]) included
+    let a = common::input(m * k);
+    let bt = common::input(k * n + 1)[1..].to_vec();
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&bt),
+        m,
+        n,
+        k,
+        b_layout: BLayout::Nk,
+    };
+    g.bench_function("fma_k2048_n512_with_prepare", |b| {
+        b.iter(|| black_box(gemm(&order, black_box(&p), Some(&[17]))))
+    });
     g.finish();
 }
 
 criterion_group!(benches, gemm_fma, gemm_hopper_bf16, gemm_row_only);
-criterion_main!(benches, tmp);
-fn tmp_rows(c: &mut Criterion) {
-    let order: Order = "fma".parse().unwrap();
-    let (m, n, k) = (64, 2048, 2048);
-    let prep = prepared(&order, m, n, k, false);
-    let mut g = c.benchmark_group("tmp_rows");
-    g.sample_size(10);
-    for r in [1usize, 2, 3, 4, 6, 8] {
-        let rows: Vec<usize> = (0..r).collect();
-        g.bench_function(format!("{r}"), |b| {
-            b.iter(|| black_box(fast::gemm(&order, black_box(&prep), &rows)))
-        });
-    }
-    g.finish();
-}
-criterion_group!(tmp, tmp_rows);
+criterion_main!(benches);

@@ -258,7 +258,10 @@ fn every_family_and_key_on_fixed_shapes() {
     for fam in 0..FAMILIES.len() {
         for key in 0..KEYS.len() {
             let Some(order) = order(fam, key) else { continue };
-            for (i, &(m, n, k)) in [(1, 1, 1), (3, 5, 64), (5, 3, 100), (9, 17, 257)].iter().enumerate() {
+            for (i, &(m, n, k)) in [(1, 1, 1), (3, 5, 64), (5, 3, 100), (9, 17, 257), (2, 3, 0)]
+                .iter()
+                .enumerate()
+            {
                 check(
                     &Case::new(order, m, n, k, (fam * 100 + key * 10 + i) as u64, i % 2 == 1),
                     None,
@@ -282,6 +285,9 @@ fn larger_shapes() {
         ("hopper-fp8-mma-sync;split=2", 20, 270, 96),
         ("deepgemm-fp8", 17, 33, 300),
         ("mma(k=4,f=30,in=f32)", 19, 280, 40),
+        // more than one row block: B packed once per part for all tiles
+        ("fma", 100, 40, 300),
+        ("muladd;split=2/interleave;ktile=16", 130, 33, 200),
     ] {
         let order: Order = s.parse().unwrap();
         check(&Case::new(order, m, n, k, m as u64 * 31 + k as u64, false), None);
@@ -410,6 +416,48 @@ fn negative_zero_from_underflow() {
             let want = gemm_generic(&case.order, &case.problem(), None).unwrap();
             if s == "hopper-bf16" {
                 assert_eq!(want[0].to_bits() == 0x8000_0000, kk == 16, "{kk} {tail:?}");
+            }
+        }
+    }
+}
+
+/// Sixteen largest-significand products at the exponent of a large C: the
+/// exact sum needs 32 bits (the i32 lanes' overflow path).
+#[test]
+fn fused_sum_beyond_32_bits() {
+    let x = 1.9921875f32; // bf16 significand 0xFF
+    for sign in [1.0f32, -1.0] {
+        for c_sign in [1.0f32, -1.0] {
+            let (m, n, k) = (2, 17, 32);
+            let mut a = vec![0f32; m * k];
+            let mut b = vec![0f32; k * n];
+            for i in 0..m {
+                for kk in 0..k {
+                    a[i * k + kk] = if kk < 16 { c_sign * x } else { sign * x * 4.0 };
+                }
+            }
+            for kk in 0..k {
+                for j in 0..n {
+                    b[kk * n + j] = if kk < 16 {
+                        x
+                    } else {
+                        x * 8.0 * if j == 5 { 0.5 } else { 1.0 }
+                    };
+                }
+            }
+            for s in ["hopper-bf16", "hopper-bf16;out=bf16", "ampere-bf16"] {
+                check(
+                    &Case {
+                        order: s.parse().unwrap(),
+                        a: a.clone(),
+                        b: b.clone(),
+                        m,
+                        n,
+                        k,
+                        layout: BLayout::Kn,
+                    },
+                    None,
+                );
             }
         }
     }

@@ -8,48 +8,37 @@
 //! `vfmadd` (`fma`) or a `vmul` then a `vadd` (`muladd`), IEEE single
 //! precision with round-to-nearest and subnormals kept, as in the evaluator.
 //!
-//! Two modes: `packed` (B pre-packed once per part into panels of NR
-//! columns, A packed per tile; AVX-512 12x32, AVX2 6x16 or portable 4x8
-//! register tiles) and `direct` for a few rows (chains read A and Bᵀ in
-//! place, eight columns at a time; no packing of B, which would cost more
-//! than the products).
+//! Register tiles: AVX-512 12x32 (1x32, 2x32, 4x32 for a few rows), AVX2
+//! 6x16 (1x16, 2x16), portable 4x8. B is packed into panels of NR columns
+//! (16x16 in-register transposes with AVX-512 where the k list runs
+//! contiguously): once per part for all tiles when there are several row
+//! blocks, else per tile and K block, right before use.
 
 use super::plan::{Op, Plan};
 use super::{elementwise, Isa, TileBufs};
 use rayon::prelude::*;
 
-/// Rows up to which `direct` mode is used.
-const DIRECT_ROWS: usize = 2;
-
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
+    /// Rows of the register tile.
     mr: usize,
+    /// Columns of the register tile (B panel width).
     nr: usize,
+    /// K block.
     kc: usize,
+    /// Rows of a task's tile.
     mc: usize,
 }
 
-fn geometry(isa: Isa) -> Geometry {
-    match isa {
-        Isa::Avx512 => Geometry {
-            mr: 12,
-            nr: 32,
-            kc: 256,
-            mc: 96,
-        },
-        Isa::Avx2 => Geometry {
-            mr: 6,
-            nr: 16,
-            kc: 256,
-            mc: 96,
-        },
-        Isa::Portable => Geometry {
-            mr: 4,
-            nr: 8,
-            kc: 256,
-            mc: 64,
-        },
-    }
+fn geometry(isa: Isa, rows: usize) -> Geometry {
+    let (mrs, nr, mc): (&[usize], usize, usize) = match isa {
+        Isa::Avx512 => (&[1, 2, 4, 12], 32, 96),
+        Isa::Avx2 => (&[1, 2, 6], 16, 96),
+        Isa::Portable => (&[4], 8, 64),
+    };
+    // the smallest register tile that holds all rows, else the largest
+    let mr = mrs.iter().copied().find(|&m| m >= rows).unwrap_or(mrs[mrs.len() - 1]);
+    Geometry { mr, nr, kc: 256, mc }
 }
 
 /// `C[0..mr, 0..nr] (row stride ldc) = chain(kc products)`, starting from +0
@@ -57,18 +46,30 @@ fn geometry(isa: Isa) -> Geometry {
 /// `[kc][nr]`.
 type Kernel = unsafe fn(usize, *const f32, *const f32, *mut f32, usize, bool);
 
-fn kernel(isa: Isa, fma: bool) -> Kernel {
-    match (isa, fma) {
+fn kernel(isa: Isa, mr: usize, fma: bool) -> Kernel {
+    macro_rules! pick {
+        ($f:ident, $($m:literal),*) => {
+            match (mr, fma) {
+                $(($m, true) => $f::<$m, true>, ($m, false) => $f::<$m, false>,)*
+                _ => unreachable!("no {mr}-row kernel"),
+            }
+        };
+    }
+    match isa {
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512, true) => x86::avx512::<12, true>,
+        Isa::Avx512 => {
+            use x86::avx512 as f;
+            pick!(f, 1, 2, 4, 12)
+        }
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512, false) => x86::avx512::<12, false>,
-        #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2, true) => x86::avx2::<6, true>,
-        #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2, false) => x86::avx2::<6, false>,
-        (_, true) => portable::<4, 8, true>,
-        (_, false) => portable::<4, 8, false>,
+        Isa::Avx2 => {
+            use x86::avx2 as f;
+            pick!(f, 1, 2, 6)
+        }
+        _ => match fma {
+            true => portable::<4, 8, true>,
+            false => portable::<4, 8, false>,
+        },
     }
 }
 
@@ -195,35 +196,94 @@ mod x86 {
         }
     }
 
-    /// `direct` chains with the FMA instruction inlined.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn direct_fma(args: super::Direct, fma: bool) {
-        super::direct_impl(args, fma)
+    /// Packs 16 columns x 16 k of Bᵀ: `src` points at column 0, k 0 (column
+    /// stride `ld`); writes `dst[kk * nr + x]`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn transpose16(src: *const f32, ld: usize, dst: *mut f32, nr: usize) {
+        let mut r: [__m512; 16] = std::array::from_fn(|x| {
+            // the same columns' lines a few blocks on (a prefetch never faults)
+            _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(x * ld + 64) as *const i8);
+            _mm512_loadu_ps(src.add(x * ld))
+        });
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        let lo = |a: __m512, b: __m512| _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+        let hi = |a: __m512, b: __m512| _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+        for i in 0..4 {
+            let b = 4 * i;
+            r[b] = lo(t[b], t[b + 2]);
+            r[b + 1] = hi(t[b], t[b + 2]);
+            r[b + 2] = lo(t[b + 1], t[b + 3]);
+            r[b + 3] = hi(t[b + 1], t[b + 3]);
+        }
+        for h in 0..2 {
+            let b = 8 * h;
+            for i in 0..4 {
+                t[b + i] = _mm512_shuffle_f32x4::<0x88>(r[b + i], r[b + i + 4]);
+                t[b + i + 4] = _mm512_shuffle_f32x4::<0xDD>(r[b + i], r[b + i + 4]);
+            }
+        }
+        for i in 0..8 {
+            r[i] = _mm512_shuffle_f32x4::<0x88>(t[i], t[i + 8]);
+            r[i + 8] = _mm512_shuffle_f32x4::<0xDD>(t[i], t[i + 8]);
+        }
+        for (kk, v) in r.iter().enumerate() {
+            _mm512_storeu_ps(dst.add(kk * nr), *v);
+        }
     }
 }
 
-/// Packs B for one part: panel p holds columns `p*nr..p*nr+nr` as `[ks][nr]`
-/// (columns past N are zero).
-fn pack_b(bt: &[f32], k: usize, n: usize, ks: &[u32], nr: usize) -> Vec<f32> {
-    let panels = n.div_ceil(nr);
+/// Packs panel `p` of Bᵀ (columns `p*nr..p*nr+nr`, zero past N) for the k
+/// list `ks` as `[ks][nr]`.
+#[allow(clippy::too_many_arguments)]
+fn pack_b_panel(isa: Isa, bt: &[f32], k: usize, n: usize, ks: &[u32], p: usize, nr: usize, dst: &mut [f32]) {
+    let cols = nr.min(n - p * nr);
     let len = ks.len();
-    let mut out = vec![0f32; panels * len * nr];
-    // blocks of 64 k keep the destination lines in L1 while each column's
-    // source is read in one sequential run
-    const KB: usize = 64;
-    out.par_chunks_mut((len * nr).max(1)).enumerate().for_each(|(p, dst)| {
-        for kb in (0..len).step_by(KB) {
-            let kse = &ks[kb..(kb + KB).min(len)];
-            let d = &mut dst[kb * nr..];
-            for x in 0..nr.min(n - p * nr) {
-                let src = &bt[(p * nr + x) * k..(p * nr + x + 1) * k];
-                for (kk, &kx) in kse.iter().enumerate() {
-                    d[kk * nr + x] = src[kx as usize];
-                }
+    let mut kk = 0;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && cols == nr {
+        // runs of 16 consecutive k: 16x16 transposes
+        while kk + 16 <= len {
+            let k0 = ks[kk] as usize;
+            if ks[kk + 15] as usize != k0 + 15 || !ks[kk..kk + 16].windows(2).all(|w| w[1] == w[0] + 1) {
+                break;
+            }
+            for half in 0..nr / 16 {
+                let j = p * nr + half * 16;
+                // SAFETY: columns j..j+16 < n exist with k0+15 < k; dst holds len x nr.
+                unsafe {
+                    x86::transpose16(
+                        bt[j * k + k0..].as_ptr(),
+                        k,
+                        dst[kk * nr + half * 16..].as_mut_ptr(),
+                        nr,
+                    )
+                };
+            }
+            kk += 16;
+        }
+    }
+    let _ = isa;
+    // the rest: blocks of 64 k keep the destination lines in L1 while each
+    // column's source is read in one sequential run
+    for kb in (kk..len).step_by(64) {
+        let kse = &ks[kb..(kb + 64).min(len)];
+        let d = &mut dst[kb * nr..];
+        for x in 0..cols {
+            let src = &bt[(p * nr + x) * k..(p * nr + x + 1) * k];
+            for (i, &kx) in kse.iter().enumerate() {
+                d[i * nr + x] = src[kx as usize];
             }
         }
-    });
-    out
+        if cols < nr {
+            for i in 0..kse.len() {
+                d[i * nr + cols..(i + 1) * nr].fill(0.0);
+            }
+        }
+    }
 }
 
 /// Packs A rows `rows` (zero rows up to a multiple of mr) for the k list
@@ -243,125 +303,31 @@ fn pack_a(a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize, dst: &mut 
     }
 }
 
-pub(super) struct Direct<'a> {
-    a: &'a [f32],
-    bt: &'a [f32],
-    k: usize,
-    ks: &'a [u32],
-    rows: &'a [usize],
-    cols: std::ops::Range<usize>,
-    dst: &'a mut [f32],
-    ld: usize,
-}
-
-/// Chains of `rows` x `cols`, eight independent columns at a time.
-#[inline(always)]
-fn direct_impl(d: Direct, fma: bool) {
-    const W: usize = 8;
-    let k = d.k;
-    for (r, &row) in d.rows.iter().enumerate() {
-        let arow = &d.a[row * k..(row + 1) * k];
-        let out = &mut d.dst[r * d.ld..];
-        let mut j = d.cols.start;
-        while j < d.cols.end {
-            let w = W.min(d.cols.end - j);
-            let mut acc = [0f32; W];
-            if w == W {
-                let b: [&[f32]; W] = std::array::from_fn(|x| &d.bt[(j + x) * k..(j + x + 1) * k]);
-                for &kx in d.ks {
-                    let kx = kx as usize;
-                    let av = arow[kx];
-                    for x in 0..W {
-                        acc[x] = step(fma, av, b[x][kx], acc[x]);
-                    }
-                }
-            } else {
-                for (x, v) in acc.iter_mut().enumerate().take(w) {
-                    let b = &d.bt[(j + x) * k..(j + x + 1) * k];
-                    for &kx in d.ks {
-                        *v = step(fma, arow[kx as usize], b[kx as usize], *v);
-                    }
-                }
-            }
-            out[j - d.cols.start..j - d.cols.start + w].copy_from_slice(&acc[..w]);
-            j += w;
-        }
-    }
-}
-
-fn direct(isa: Isa, d: Direct, fma: bool) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 | Isa::Avx2 => unsafe { x86::direct_fma(d, fma) },
-        _ => direct_impl(d, fma),
-    }
-}
-
 /// All selected rows of C for a plan made of chains and element-wise ops.
 pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: &[usize], isa: Isa) -> Vec<f32> {
     let threads = rayon::current_num_threads().max(1);
     let fma = plan.ops.iter().any(|o| matches!(o, Op::Chain { fma: true, .. }));
-    let dr: usize = std::env::var("DR")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DIRECT_ROWS);
-    if rows.len() <= dr {
-        // tiles: one row, a block of columns
-        let cb = 64usize.max(n.div_ceil(4 * threads).next_multiple_of(8)).min(n.max(1));
-        let tiles: Vec<(usize, usize)> = (0..rows.len())
-            .flat_map(|r| (0..n).step_by(cb).map(move |c| (r, c)))
-            .collect();
-        let done: Vec<Vec<f32>> = tiles
-            .par_iter()
-            .map(|&(r, c0)| {
-                let c1 = (c0 + cb).min(n);
-                let ld = c1 - c0;
-                let mut bufs = TileBufs::new(plan.slots, ld);
-                for st in &plan.steps {
-                    match &plan.ops[st.op] {
-                        Op::Chain { ks, .. } => {
-                            let dst = &mut bufs.0[st.dst];
-                            let rr = std::slice::from_ref(&rows[r]);
-                            direct(
-                                isa,
-                                Direct {
-                                    a,
-                                    bt,
-                                    k,
-                                    ks,
-                                    rows: rr,
-                                    cols: c0..c1,
-                                    dst,
-                                    ld,
-                                },
-                                fma,
-                            );
-                        }
-                        op => elementwise(op, st, &mut bufs.0),
-                    }
-                }
-                std::mem::take(&mut bufs.0[plan.root_slot])
-            })
-            .collect();
-        let mut out = vec![0f32; rows.len() * n];
-        for (&(r, c0), t) in tiles.iter().zip(done) {
-            out[r * n + c0..r * n + c0 + t.len()].copy_from_slice(&t);
-        }
-        return out;
-    }
-
-    let g = geometry(isa);
-    let kern = kernel(isa, fma);
-    // B packed once per part
-    let mut packed: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
-    for (op, ks) in plan.chains() {
-        packed[op] = Some(pack_b(bt, k, n, ks, g.nr));
-    }
+    let g = geometry(isa, rows.len());
+    let kern = kernel(isa, g.mr, fma);
     let panels = n.div_ceil(g.nr);
     let row_blocks = rows.len().div_ceil(g.mc);
-    // enough tasks for the threads: split columns when rows are few
+    // several row blocks: B packed once per part, shared by all tiles
+    let global = row_blocks > 1;
+    let mut packed: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
+    if global {
+        for (op, ks) in plan.chains() {
+            let len = ks.len();
+            let mut out = vec![0f32; panels * len * g.nr];
+            out.par_chunks_mut(len * g.nr)
+                .enumerate()
+                .for_each(|(p, dst)| pack_b_panel(isa, bt, k, n, ks, p, g.nr, dst));
+            packed[op] = Some(out);
+        }
+    }
+    // enough tasks for the threads (split columns when rows are few), and
+    // at most 16 panels per tile (the tile's B block stays in L2)
     let col_split = (4 * threads).div_ceil(row_blocks).clamp(1, panels);
-    let pb = panels.div_ceil(col_split);
+    let pb = panels.div_ceil(col_split).min(16);
     let tiles: Vec<(usize, usize)> = (0..row_blocks)
         .flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p)))
         .collect();
@@ -374,36 +340,41 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
             let ld = (p1 - p0) * g.nr;
             let rpad = trows.len().next_multiple_of(g.mr);
             let mut bufs = TileBufs::new(plan.slots, rpad * ld);
-            let mut apack = Vec::new();
+            let (mut apack, mut bpack) = (Vec::new(), vec![0f32; g.kc * g.nr]);
             for st in &plan.steps {
-                match &plan.ops[st.op] {
-                    Op::Chain { ks, .. } => {
-                        let bp = packed[st.op].as_ref().unwrap();
-                        let len = ks.len();
-                        let dst = bufs.0[st.dst].as_mut_ptr();
-                        for kc0 in (0..len).step_by(g.kc) {
-                            let kcl = g.kc.min(len - kc0);
-                            pack_a(a, k, trows, &ks[kc0..kc0 + kcl], g.mr, &mut apack);
-                            for p in p0..p1 {
-                                let bpp = bp[(p * len + kc0) * g.nr..].as_ptr();
-                                for ip in 0..rpad / g.mr {
-                                    // SAFETY: the packed panels hold kcl x mr and
-                                    // kcl x nr values; the tile buffer holds rpad x ld.
-                                    unsafe {
-                                        kern(
-                                            kcl,
-                                            apack.as_ptr().add(ip * kcl * g.mr),
-                                            bpp,
-                                            dst.add(ip * g.mr * ld + (p - p0) * g.nr),
-                                            ld,
-                                            kc0 == 0,
-                                        );
-                                    }
-                                }
+                let Op::Chain { ks, .. } = &plan.ops[st.op] else {
+                    elementwise(&plan.ops[st.op], st, &mut bufs.0);
+                    continue;
+                };
+                let len = ks.len();
+                let dst = bufs.0[st.dst].as_mut_ptr();
+                for kc0 in (0..len).step_by(g.kc) {
+                    let kcl = g.kc.min(len - kc0);
+                    let kse = &ks[kc0..kc0 + kcl];
+                    pack_a(a, k, trows, kse, g.mr, &mut apack);
+                    for p in p0..p1 {
+                        let bpp = match &packed[st.op] {
+                            Some(bp) => bp[(p * len + kc0) * g.nr..].as_ptr(),
+                            None => {
+                                pack_b_panel(isa, bt, k, n, kse, p, g.nr, &mut bpack[..kcl * g.nr]);
+                                bpack.as_ptr()
+                            }
+                        };
+                        for ip in 0..rpad / g.mr {
+                            // SAFETY: the packed panels hold kcl x mr and kcl x nr
+                            // values; the tile buffer holds rpad x ld.
+                            unsafe {
+                                kern(
+                                    kcl,
+                                    apack.as_ptr().add(ip * kcl * g.mr),
+                                    bpp,
+                                    dst.add(ip * g.mr * ld + (p - p0) * g.nr),
+                                    ld,
+                                    kc0 == 0,
+                                );
                             }
                         }
                     }
-                    op => elementwise(op, st, &mut bufs.0),
                 }
             }
             std::mem::take(&mut bufs.0[plan.root_slot])
@@ -420,4 +391,22 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
         }
     }
     out
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    #[test]
+    fn transpose16_transposes() {
+        if !is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let src: Vec<f32> = (0..16 * 40).map(|i| i as f32).collect();
+        let mut dst = vec![0f32; 16 * 32];
+        unsafe { super::x86::transpose16(src[3..].as_ptr(), 40, dst[5..].as_mut_ptr(), 32) };
+        for kk in 0..16 {
+            for x in 0..16 {
+                assert_eq!(dst[5 + kk * 32 + x], (x * 40 + 3 + kk) as f32, "{kk} {x}");
+            }
+        }
+    }
 }

@@ -1,9 +1,9 @@
 //! Tensor-core fused sums (`mma` families, element inputs) in integers,
 //! vectorised across the columns of C.
 //!
-//! Every input is decomposed once as `x = X * 2^(e - fi)` (X a signed integer
+//! Every input is decomposed once as `x = ±X * 2^(e - fi)` (X an integer
 //! below 2^(fi+1), fi the fraction bits of the step's input type, `e >= emin`
-//! its nominal exponent). A product term is then
+//! its nominal exponent; signs kept as bit masks). A product term is then
 //! `floor(|Xa*Xb| * 2^(F - 2fi - (M - e)))`: the A side is pre-shifted by
 //! `L = max(F - 2fi, 0)`, the right shift is `M - e + max(2fi - F, 0)`. The
 //! products of one fused sum are summed in i32 lanes when they provably fit
@@ -59,12 +59,16 @@ fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
 
 /// Decomposed operands.
 struct Dec {
-    /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L, and e;
-    /// index k is the zero padding product's operand.
+    /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L, e,
+    /// and the sign (0 or 0xFFFF); index k is the zero padding product's
+    /// operand.
     xa: Vec<i64>,
     ea: Vec<i32>,
-    /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]`.
+    sa: Vec<u16>,
+    /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]`, and the
+    /// signs `[panel][k + 1]` (bit x: column 16 panel + x is negative).
     b: Vec<i32>,
+    bs: Vec<u16>,
 }
 
 impl Dec {
@@ -89,14 +93,13 @@ pub(super) struct Inputs<'a> {
     pub k: usize,
     pub n: usize,
     pub rows: &'a [usize],
-    /// Rows of A / columns of B holding a non-finite value.
-    pub bad_rows: &'a [bool],
-    pub bad_cols: &'a [bool],
 }
 
-/// None where the kernel's integer width is insufficient, an input is not
+/// The selected rows of C, and which of those rows of A and which columns of
+/// B hold a non-finite value (their outputs are left to the caller). None
+/// where the kernel's integer width is insufficient, an input is not
 /// representable in the step's type, or the tree has unexpected parameters.
-pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32>> {
+pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f32>, Vec<bool>, Vec<bool>)> {
     let (k, n, rows) = (inp.k, inp.n, inp.rows);
     let fi = frac_bits(m.input);
     let emin = m.input.emin();
@@ -127,60 +130,81 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
     // decompose A rows
     let mut xa = vec![0i64; rows.len() * (k + 1)];
     let mut ea = vec![emin; rows.len() * (k + 1)];
+    let mut sa = vec![0u16; rows.len() * (k + 1)];
+    let mut bad_rows = vec![false; rows.len()];
     let ok_a = xa
         .par_chunks_mut(k + 1)
         .zip(ea.par_chunks_mut(k + 1))
+        .zip(sa.par_chunks_mut(k + 1))
+        .zip(bad_rows.par_iter_mut())
         .zip(rows.par_iter())
-        .enumerate()
-        .all(|(r, ((x, e), &row))| {
-            if inp.bad_rows[r] {
-                return true;
-            }
+        .all(|((((x, e), sg), bad), &row)| {
             for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
+                if !v.is_finite() {
+                    *bad = true;
+                    continue;
+                }
                 let Some((xv, ev)) = split(v, fi, emin) else {
                     return false;
                 };
-                x[kk] = (xv as i64) << l;
+                x[kk] = (xv.unsigned_abs() as i64) << l;
                 e[kk] = ev;
+                sg[kk] = if xv < 0 { 0xFFFF } else { 0 };
             }
             true
         });
     // decompose B into panels of 16 columns
     let mut b = vec![0i32; n.div_ceil(16) * (k + 1) * 32];
-    let ok_b = b.par_chunks_mut((k + 1) * 32).enumerate().all(|(panel, dst)| {
-        for row in dst.chunks_mut(32) {
-            row[16..].fill(emin);
-        }
-        for x in 0..16.min(n - panel * 16) {
-            let j = panel * 16 + x;
-            if inp.bad_cols[j] {
-                continue;
+    let mut bs = vec![0u16; n.div_ceil(16) * (k + 1)];
+    let mut bad_cols = vec![false; n.div_ceil(16) * 16];
+    let ok_b = b
+        .par_chunks_mut((k + 1) * 32)
+        .zip(bs.par_chunks_mut(k + 1))
+        .zip(bad_cols.par_chunks_mut(16))
+        .enumerate()
+        .all(|(panel, ((dst, sg), bad))| {
+            for row in dst.chunks_mut(32) {
+                row[16..].fill(emin);
             }
-            for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
-                let Some((xv, ev)) = split(v, fi, emin) else {
-                    return false;
-                };
-                dst[kk * 32 + x] = xv;
-                dst[kk * 32 + 16 + x] = ev;
+            for (x, bad) in bad.iter_mut().enumerate().take(16.min(n - panel * 16)) {
+                let j = panel * 16 + x;
+                for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
+                    if !v.is_finite() {
+                        *bad = true;
+                        continue;
+                    }
+                    let Some((xv, ev)) = split(v, fi, emin) else {
+                        return false;
+                    };
+                    dst[kk * 32 + x] = xv.abs();
+                    dst[kk * 32 + 16 + x] = ev;
+                    sg[kk] |= ((xv < 0) as u16) << x;
+                }
             }
-        }
-        true
-    });
+            true
+        });
     if !ok_a || !ok_b {
         return None;
     }
-    let dec = Dec { xa, ea, b };
+    bad_cols.truncate(n);
+    let dec = Dec { xa, ea, sa, b, bs };
     let p = Params { f: m.f, out: m.out, r0 };
 
+    // tiles of up to TILE_ROWS x TILE_COLS, narrower when rows are few
+    let tasks = 4 * rayon::current_num_threads().max(1);
+    let tc = n
+        .div_ceil(tasks.div_ceil(rows.len().div_ceil(TILE_ROWS)))
+        .next_multiple_of(16)
+        .clamp(16, TILE_COLS);
     let tiles: Vec<(usize, usize)> = (0..rows.len())
         .step_by(TILE_ROWS)
-        .flat_map(|r| (0..n).step_by(TILE_COLS).map(move |c| (r, c)))
+        .flat_map(|r| (0..n).step_by(tc).map(move |c| (r, c)))
         .collect();
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
         .map(|&(r0, c0)| {
             let r1 = (r0 + TILE_ROWS).min(rows.len());
-            let c1 = (c0 + TILE_COLS).min(n);
+            let c1 = (c0 + tc).min(n);
             let ld = (c1 - c0).next_multiple_of(16);
             let mut bufs = TileBufs::new(plan.slots, (r1 - r0) * ld);
             for st in &plan.steps {
@@ -200,13 +224,13 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
     let mut out = vec![0f32; rows.len() * n];
     for (&(r0, c0), t) in tiles.iter().zip(done) {
         let r1 = (r0 + TILE_ROWS).min(rows.len());
-        let c1 = (c0 + TILE_COLS).min(n);
+        let c1 = (c0 + tc).min(n);
         let ld = (c1 - c0).next_multiple_of(16);
         for r in r0..r1 {
             out[r * n + c0..r * n + c1].copy_from_slice(&t[(r - r0) * ld..(r - r0) * ld + (c1 - c0)]);
         }
     }
-    Some(out)
+    Some((out, bad_rows, bad_cols))
 }
 
 struct Tile {
@@ -315,88 +339,151 @@ mod x86 {
         c: &[f32],
         o: &mut [f32],
     ) {
+        let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(i.k, |v| v as usize)).collect();
+        // fixed chunk lengths are unrolled
+        match kidx.len() {
+            8 => narrow_body::<8>(i, d, p, &kidx, t, c, o),
+            16 => narrow_body::<16>(i, d, p, &kidx, t, c, o),
+            32 => narrow_body::<32>(i, d, p, &kidx, t, c, o),
+            _ => narrow_body::<0>(i, d, p, &kidx, t, c, o),
+        }
+    }
+
+    /// The i32-lane kernel for chunks of KC terms (0: any).
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // q indexes kidx and, for fixed KC, es
+    unsafe fn narrow_body<const KC: usize>(
+        i: &Inputs,
+        d: &Dec,
+        p: Params,
+        kidx: &[usize],
+        t: &Tile,
+        c: &[f32],
+        o: &mut [f32],
+    ) {
         let k = i.k;
-        let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(k, |v| v as usize)).collect();
+        let nk = if KC > 0 { KC } else { kidx.len() };
+        debug_assert_eq!(nk, kidx.len());
         let zero = _mm512_setzero_si512();
         let f = p.f as i32;
         let r0 = _mm512_set1_epi32(p.r0 as i32);
         let cshl = _mm512_set1_epi64(p.f.saturating_sub(23) as i64);
+        // C's aligned term (below 2^(F + 1)) fits i32 lanes
+        let c32 = p.f <= 30;
+        let cshl32 = _mm512_set1_epi32(p.f.saturating_sub(23) as i32);
         let cshr = _mm512_set1_epi32(23u32.saturating_sub(p.f) as i32);
         let sat = _mm512_set1_epi32((0x7F7F_FFFFu32 & !((1u32 << (23 - p.out)) - 1)) as i32);
         let outsh = _mm512_set1_epi32(23 - p.out as i32);
         for j in (t.c0..t.c1).step_by(16) {
             let bp = d.b.as_ptr().add(d.b_at(k, 0, j));
+            let bsp = d.bs.as_ptr().add((j / 16) * (k + 1));
             for r in t.r0..t.r1 {
                 let xa = &d.xa[r * (k + 1)..(r + 1) * (k + 1)];
                 let ea = &d.ea[r * (k + 1)..(r + 1) * (k + 1)];
+                let sa = &d.sa[r * (k + 1)..(r + 1) * (k + 1)];
                 let lr = (r - t.r0) * t.ld;
                 let cp = c[lr + j - t.c0..][..16].as_ptr();
                 let cb = _mm512_loadu_si512(cp as *const _);
                 let field = _mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(0xFF));
                 let ec = _mm512_sub_epi32(_mm512_max_epi32(field, _mm512_set1_epi32(1)), _mm512_set1_epi32(127));
-                // M
+                // M (the exponent sums kept when the chunk length is fixed)
                 let mut m = ec;
-                for &kx in &kidx {
+                let mut es = [zero; KC];
+                for q in 0..nk {
+                    let kx = *kidx.get_unchecked(q);
                     let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
-                    m = _mm512_max_epi32(m, _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx))));
+                    let e = _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)));
+                    if KC > 0 {
+                        es[q] = e;
+                    }
+                    m = _mm512_max_epi32(m, e);
                 }
                 // products, aligned and truncated, summed
                 let mr = _mm512_add_epi32(m, r0);
                 let mut s = zero;
-                for &kx in &kidx {
-                    let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
+                for q in 0..nk {
+                    let kx = *kidx.get_unchecked(q);
+                    let e = if KC > 0 {
+                        es[q]
+                    } else {
+                        let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
+                        _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)))
+                    };
                     let xb = _mm512_loadu_si512(bp.add(kx * 32) as *const _);
-                    let sh = _mm512_sub_epi32(mr, _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx))));
                     let prod = _mm512_mullo_epi32(xb, _mm512_set1_epi32(*xa.get_unchecked(kx) as i32));
-                    let v = _mm512_srlv_epi32(_mm512_abs_epi32(prod), sh);
-                    let neg = _mm512_movepi32_mask(prod);
+                    let v = _mm512_srlv_epi32(prod, _mm512_sub_epi32(mr, e));
+                    let neg = *bsp.add(kx) ^ *sa.get_unchecked(kx);
                     s = _mm512_mask_sub_epi32(_mm512_add_epi32(s, v), neg, s, v);
                 }
-                // C's term: Xc * 2^(F - 23) >> (M - ec), in i64
+                // C's term: Xc * 2^(F - 23) >> (M - ec)
                 let xc = _mm512_or_si512(
                     _mm512_and_si512(cb, _mm512_set1_epi32(0x7F_FFFF)),
                     _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(field, zero), _mm512_set1_epi32(1 << 23)),
                 );
                 let dc = _mm512_add_epi32(_mm512_sub_epi32(m, ec), cshr);
                 let cneg = _mm512_movepi32_mask(cb);
-                let (xlo, xhi) = (
-                    _mm512_cvtepu32_epi64(_mm512_castsi512_si256(xc)),
-                    _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(xc, 1)),
-                );
-                let (dlo, dhi) = widen(dc);
-                let (slo, shi) = widen(s);
-                let tlo = _mm512_srlv_epi64(_mm512_sllv_epi64(xlo, cshl), dlo);
-                let thi = _mm512_srlv_epi64(_mm512_sllv_epi64(xhi, cshl), dhi);
-                let slo = _mm512_mask_sub_epi64(_mm512_add_epi64(slo, tlo), cneg as u8, slo, tlo);
-                let shi = _mm512_mask_sub_epi64(_mm512_add_epi64(shi, thi), (cneg >> 8) as u8, shi, thi);
-                // round toward zero to `out` fraction bits
-                let neg = (_mm512_movepi64_mask(slo) as u16) | (_mm512_movepi64_mask(shi) as u16) << 8;
-                let zm = (_mm512_cmpeq_epi64_mask(slo, zero) as u16) | (_mm512_cmpeq_epi64_mask(shi, zero) as u16) << 8;
-                let (alo, ahi) = (_mm512_abs_epi64(slo), _mm512_abs_epi64(shi));
-                let lz = narrow(_mm512_lzcnt_epi64(alo), _mm512_lzcnt_epi64(ahi));
                 let exp = _mm512_sub_epi32(m, _mm512_set1_epi32(f));
-                let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(63), lz), exp);
-                let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
-                let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
-                let (left, right) = (
-                    _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero),
-                    _mm512_max_epi32(sh, zero),
-                );
-                let ((llo, lhi), (rlo, rhi)) = (widen(left), widen(right));
-                let mlo = _mm512_srlv_epi64(_mm512_sllv_epi64(alo, llo), rlo);
-                let mhi = _mm512_srlv_epi64(_mm512_sllv_epi64(ahi, lhi), rhi);
-                let mm = narrow(mlo, mhi);
+                let (bits, zm, neg, lead, qe, ovf) = if c32 {
+                    // in i32 lanes (C's term below 2^31); a lane whose sum
+                    // overflows is redone by `finish`
+                    let tc = _mm512_srlv_epi32(_mm512_sllv_epi32(xc, cshl32), dc);
+                    let sum = _mm512_mask_sub_epi32(_mm512_add_epi32(s, tc), cneg, s, tc);
+                    let ovf =
+                        _mm512_movepi32_mask(_mm512_and_si512(_mm512_xor_si512(s, sum), _mm512_xor_si512(tc, sum)))
+                            & !cneg
+                            | _mm512_movepi32_mask(_mm512_and_si512(_mm512_xor_si512(s, tc), _mm512_xor_si512(s, sum)))
+                                & cneg;
+                    let neg = _mm512_movepi32_mask(sum);
+                    let zm = _mm512_cmpeq_epi32_mask(sum, zero);
+                    let mag = _mm512_abs_epi32(sum);
+                    let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(31), _mm512_lzcnt_epi32(mag)), exp);
+                    let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
+                    let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
+                    let left = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+                    let mm = _mm512_srlv_epi32(_mm512_sllv_epi32(mag, left), _mm512_max_epi32(sh, zero));
+                    (mm, zm, neg, lead, qe, ovf)
+                } else {
+                    // in i64 lanes
+                    let (xlo, xhi) = (
+                        _mm512_cvtepu32_epi64(_mm512_castsi512_si256(xc)),
+                        _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(xc, 1)),
+                    );
+                    let (dlo, dhi) = widen(dc);
+                    let (slo, shi) = widen(s);
+                    let tlo = _mm512_srlv_epi64(_mm512_sllv_epi64(xlo, cshl), dlo);
+                    let thi = _mm512_srlv_epi64(_mm512_sllv_epi64(xhi, cshl), dhi);
+                    let slo = _mm512_mask_sub_epi64(_mm512_add_epi64(slo, tlo), cneg as u8, slo, tlo);
+                    let shi = _mm512_mask_sub_epi64(_mm512_add_epi64(shi, thi), (cneg >> 8) as u8, shi, thi);
+                    let neg = (_mm512_movepi64_mask(slo) as u16) | (_mm512_movepi64_mask(shi) as u16) << 8;
+                    let zm =
+                        (_mm512_cmpeq_epi64_mask(slo, zero) as u16) | (_mm512_cmpeq_epi64_mask(shi, zero) as u16) << 8;
+                    let (alo, ahi) = (_mm512_abs_epi64(slo), _mm512_abs_epi64(shi));
+                    let lz = narrow(_mm512_lzcnt_epi64(alo), _mm512_lzcnt_epi64(ahi));
+                    let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(63), lz), exp);
+                    let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
+                    let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
+                    let (left, right) = (
+                        _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero),
+                        _mm512_max_epi32(sh, zero),
+                    );
+                    let ((llo, lhi), (rlo, rhi)) = (widen(left), widen(right));
+                    let mlo = _mm512_srlv_epi64(_mm512_sllv_epi64(alo, llo), rlo);
+                    let mhi = _mm512_srlv_epi64(_mm512_sllv_epi64(ahi, lhi), rhi);
+                    (narrow(mlo, mhi), zm, neg, lead, qe, 0)
+                };
+                // round toward zero to `out` fraction bits: the significand
+                // (out + 1 bits, or fewer below 2^-126) onto the exponent field
                 let mut bits = _mm512_add_epi32(
                     _mm512_slli_epi32(_mm512_add_epi32(qe, _mm512_set1_epi32(126)), 23),
-                    _mm512_sllv_epi32(mm, outsh),
+                    _mm512_sllv_epi32(bits, outsh),
                 );
                 bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), sat);
                 bits = _mm512_mask_mov_epi32(bits, zm, zero);
                 bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
                 let op = o[lr + j - t.c0..][..16].as_mut_ptr();
                 _mm512_storeu_si512(op as *mut _, bits);
-                // rare lanes: C not finite
-                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF));
+                // rare lanes: C not finite, an i32 overflow
+                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF)) | ovf;
                 if special != 0 {
                     let (mut sa, mut ma) = ([0i32; 16], [0i32; 16]);
                     _mm512_storeu_si512(sa.as_mut_ptr() as *mut _, s);
@@ -448,6 +535,7 @@ macro_rules! tile_impl {
                 for r in t.r0..t.r1 {
                     let xa = &d.xa[r * (k + 1)..(r + 1) * (k + 1)];
                     let ea = &d.ea[r * (k + 1)..(r + 1) * (k + 1)];
+                    let sa = &d.sa[r * (k + 1)..(r + 1) * (k + 1)];
                     let lr = (r - t.r0) * t.ld;
                     let cv: &[f32; W] = c[lr + j - t.c0..][..W].try_into().unwrap();
                     // M: the largest nominal exponent (C's and the products')
@@ -465,15 +553,16 @@ macro_rules! tile_impl {
                     }
                     let mut s = [0 as $int; W];
                     for &kx in &kidx {
-                        let (x0, e0) = (xa[kx] as $int, ea[kx] - p.r0 as i32);
+                        let (x0, e0) = (xa[kx] as $uint, ea[kx] - p.r0 as i32);
                         let at = d.b_at(k, kx, j);
                         let xb: &[i32; W] = d.b[at..][..W].try_into().unwrap();
                         let eb: &[i32; W] = d.b[at + 16..][..W].try_into().unwrap();
+                        // the lanes' sign bits
+                        let neg = (d.bs[(j / 16) * (k + 1) + kx] ^ sa[kx]) >> (j % 16);
                         for l in 0..W {
                             let sh = (m[l] - e0 - eb[l]) as u32;
-                            let prod = x0.wrapping_mul(xb[l] as $int);
-                            let v = (prod.unsigned_abs() >> sh.min($bits - 1)) as $int;
-                            s[l] = s[l].wrapping_add(if prod < 0 { v.wrapping_neg() } else { v });
+                            let v = (x0.wrapping_mul(xb[l] as $uint) >> sh.min($bits - 1)) as $int;
+                            s[l] = s[l].wrapping_add(if neg >> l & 1 != 0 { v.wrapping_neg() } else { v });
                         }
                     }
                     let out: &mut [f32; W] = (&mut o[lr + j - t.c0..][..W]).try_into().unwrap();

@@ -8,16 +8,18 @@
 //! across columns ([`mma`]), and the combination of parts (serial, pairwise,
 //! butterfly, promotion, output conversion) runs element-wise in the tree's
 //! own operations. Work is split into tiles of C only (never along K), so the
-//! result does not depend on the thread count. Outputs whose row of A or
-//! column of B holds a non-finite value are recomputed by the generic
-//! evaluator (NaN payload propagation is then exactly the evaluator's).
+//! result does not depend on the thread count. Outputs that meet an Inf or a
+//! NaN are recomputed by the generic evaluator (NaN payload propagation is
+//! then exactly the evaluator's): for `fma`/`muladd` the non-finite outputs
+//! (a non-finite value anywhere in an output's computation reaches the
+//! output), for `mma` those whose row of A or column of B is not finite.
 
 mod fma;
 mod mma;
 mod plan;
 
 use super::{eval, Kind, Prepared};
-use crate::order::{Family, Order};
+use crate::order::{Family, Order, OutFmt};
 use plan::{Op, Plan, Step};
 use rayon::prelude::*;
 
@@ -90,49 +92,47 @@ pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Opt
     if rows.is_empty() || n == 0 {
         return Some(vec![0.0; rows.len() * n]);
     }
-    let t0 = std::time::Instant::now();
     let tree = order.compile(k);
     let plan = Plan::from_tree(&tree)?;
-    if std::env::var("DBG").is_ok() { eprintln!("plan {:?}", t0.elapsed()); }
-    let bad_rows: Vec<bool> = rows
-        .par_iter()
-        .map(|&r| a[r * k..(r + 1) * k].iter().any(|x| !x.is_finite()))
-        .collect();
-    let bad_cols: Vec<bool> = (0..n)
-        .into_par_iter()
-        .map(|j| bt[j * k..(j + 1) * k].iter().any(|x| !x.is_finite()))
-        .collect();
-    if std::env::var("DBG").is_ok() { eprintln!("scan {:?}", t0.elapsed()); }
-    let mut out = match order.family {
-        Family::Fma | Family::MulAdd => fma::run(&plan, a, bt, k, n, rows, isa),
+    // outputs left to the generic evaluator
+    let (mut out, bad_rows, bad_cols) = match order.family {
+        // a non-finite value anywhere in an output's computation makes the
+        // output non-finite (nothing turns Inf or NaN back into a number)
+        Family::Fma | Family::MulAdd => (fma::run(&plan, a, bt, k, n, rows, isa), None, None),
         Family::Mma(m) => {
-            let inp = mma::Inputs {
-                a,
-                bt,
-                k,
-                n,
-                rows,
-                bad_rows: &bad_rows,
-                bad_cols: &bad_cols,
-            };
-            mma::run(&plan, m, &inp, isa)?
+            let inp = mma::Inputs { a, bt, k, n, rows };
+            let (out, br, bc) = mma::run(&plan, m, &inp, isa)?;
+            (out, Some(br), Some(bc))
         }
     };
-    if std::env::var("DBG").is_ok() { eprintln!("run {:?}", t0.elapsed()); }
-    if bad_rows.iter().any(|&b| b) || bad_cols.iter().any(|&b| b) {
-        out.par_chunks_mut(n)
-            .zip(rows.par_iter())
-            .zip(bad_rows.par_iter())
-            .for_each(|((row, &i), &bad)| {
-                let mut scratch = Vec::new();
-                for (j, o) in row.iter_mut().enumerate() {
-                    if bad || bad_cols[j] {
-                        *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
-                    }
+    let redo = |r: usize, j: usize, v: f32| match (&bad_rows, &bad_cols) {
+        (Some(br), Some(bc)) => br[r] || bc[j],
+        _ => !v.is_finite(),
+    };
+    out.par_chunks_mut(n)
+        .zip(rows.par_iter())
+        .enumerate()
+        .for_each(|(r, (row, &i))| {
+            let mut scratch = Vec::new();
+            for (j, o) in row.iter_mut().enumerate() {
+                if redo(r, j, *o) {
+                    *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
                 }
-            });
-    }
+            }
+        });
     Some(out)
+}
+
+/// `eval::convert_out` (RNE to bf16/f16, widened back), with `half`'s
+/// conversions for numbers (NaNs take the evaluator's path).
+#[inline]
+fn convert(x: f32, to: OutFmt) -> f32 {
+    match to {
+        _ if x.is_nan() => eval::convert_out(x, to),
+        OutFmt::F32 => x,
+        OutFmt::Bf16 => half::bf16::from_f32(x).to_f32(),
+        OutFmt::F16 => half::f16::from_f32(x).to_f32(),
+    }
 }
 
 /// The tile buffers of one task, one per plan slot.
@@ -161,10 +161,40 @@ fn elementwise(op: &Op, st: &Step, bufs: &mut [Vec<f32>]) {
         }
         Op::Convert { to, .. } => {
             for (d, x) in d.iter_mut().zip(&bufs[st.src[0]]) {
-                *d = eval::convert_out(*x, to);
+                *d = convert(*x, to);
             }
         }
         Op::Chain { .. } | Op::Fused { .. } => unreachable!("kernel operations are run by their module"),
     }
     bufs[st.dst] = d;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn convert_matches_the_evaluator() {
+        let special = [
+            0u32,
+            0x8000_0000,
+            0x7F80_0000,
+            0xFF80_0000,
+            0x7F7F_FFFF,
+            0x0000_0001,
+            0x477F_F000,
+            0x477F_EFFF,
+        ];
+        let bits = (0..=u32::MAX)
+            .step_by(251)
+            .chain(special)
+            .chain((0..1 << 16).map(|x| 0x477F_0000 | x));
+        for b in bits.chain((0..1 << 17).map(|x| 0x3380_0000 + x)) {
+            let x = f32::from_bits(b);
+            for to in [OutFmt::Bf16, OutFmt::F16] {
+                let (got, want) = (convert(x, to), eval::convert_out(x, to));
+                assert_eq!(got.to_bits(), want.to_bits(), "{x:e} ({b:#010x}) {to:?}");
+            }
+        }
+    }
 }
