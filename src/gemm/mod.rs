@@ -115,11 +115,17 @@ impl Prepared {
     }
 }
 
+/// `[rows, cols]` -> `[cols, rows]`, in 32x32 tiles.
 fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    const T_: usize = 32;
     let mut out = vec![T::default(); x.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = x[r * cols + c];
+    for r0 in (0..rows).step_by(T_) {
+        for c0 in (0..cols).step_by(T_) {
+            for r in r0..(r0 + T_).min(rows) {
+                for c in c0..(c0 + T_).min(cols) {
+                    out[c * rows + r] = x[r * cols + c];
+                }
+            }
         }
     }
     out
@@ -309,20 +315,90 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
 /// Computes the selected rows (all when `rows` is None) of `C`, row-major
 /// `[rows, N]`, with the fast kernels where they apply.
 pub fn gemm(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
-    let prep = prepare(order, p)?;
-    let rows = select_rows(rows, prep.m)?;
-    if let Some(out) = fast::gemm(order, &prep, &rows) {
-        return Ok(out);
+    with_rows(p, rows, |q, rows| {
+        let prep = prepare(order, q)?;
+        if let Some(out) = fast::gemm(order, &prep, rows) {
+            return Ok(out);
+        }
+        Ok(gemm_generic_prepared(order, &prep, rows))
+    })
+}
+
+/// Runs `f` on a problem holding only the selected rows of A (an output row
+/// depends only on its own row of A), so row-only evaluation prepares and
+/// copies only what it uses. Errors name indices in the caller's A.
+fn with_rows<R>(
+    p: &Problem,
+    rows: Option<&[usize]>,
+    f: impl FnOnce(&Problem, &[usize]) -> Result<R, GemmError>,
+) -> Result<R, GemmError> {
+    let Some(rows) = rows else {
+        let all: Vec<usize> = (0..p.m).collect();
+        return f(p, &all);
+    };
+    let rows = select_rows(Some(rows), p.m)?;
+    let k = p.k;
+    let local: Vec<usize> = (0..rows.len()).collect();
+    let remap = |e: GemmError| match e {
+        GemmError::NotRepresentable {
+            operand: "A",
+            index,
+            value,
+            ty,
+        } => GemmError::NotRepresentable {
+            operand: "A",
+            index: rows[index / k.max(1)] * k + index % k.max(1),
+            value,
+            ty,
+        },
+        e => e,
+    };
+    match p.a {
+        Matrix::F32(a) if a.len() == p.m * k => {
+            let sub: Vec<f32> = rows
+                .iter()
+                .flat_map(|&i| a[i * k..(i + 1) * k].iter().copied())
+                .collect();
+            f(
+                &Problem {
+                    a: Matrix::F32(&sub),
+                    m: rows.len(),
+                    ..*p
+                },
+                &local,
+            )
+            .map_err(remap)
+        }
+        Matrix::Mx { codes, scales, format }
+            if k.is_multiple_of(MX_BLOCK) && codes.len() == p.m * k && scales.len() == p.m * (k / MX_BLOCK) =>
+        {
+            let kb = k / MX_BLOCK;
+            let c: Vec<u8> = rows
+                .iter()
+                .flat_map(|&i| codes[i * k..(i + 1) * k].iter().copied())
+                .collect();
+            let s: Vec<u8> = rows
+                .iter()
+                .flat_map(|&i| scales[i * kb..(i + 1) * kb].iter().copied())
+                .collect();
+            let a = Matrix::Mx {
+                codes: &c,
+                scales: &s,
+                format,
+            };
+            f(&Problem { a, m: rows.len(), ..*p }, &local).map_err(remap)
+        }
+        // malformed inputs: let prepare report them on the full problem
+        _ => f(p, &rows),
     }
-    Ok(gemm_generic_prepared(order, &prep, &rows))
 }
 
 /// The same with the generic tree evaluator only (the reference the fast
 /// kernels are tested against).
 pub fn gemm_generic(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
-    let prep = prepare(order, p)?;
-    let rows = select_rows(rows, prep.m)?;
-    Ok(gemm_generic_prepared(order, &prep, &rows))
+    with_rows(p, rows, |q, rows| {
+        Ok(gemm_generic_prepared(order, &prepare(order, q)?, rows))
+    })
 }
 
 fn select_rows(rows: Option<&[usize]>, m: usize) -> Result<Vec<usize>, GemmError> {
