@@ -11,7 +11,7 @@ use mxbi::format::{
     cast_f32_slice, encode_e8m0_f32, encode_f32, encode_f64, CastPolicy, CastPreset, CodesMut, Format, Overflow,
     Rounding,
 };
-use mxbi::mx::{quantize_block, MxFormat, MxPreset, ScaleMode};
+use mxbi::mx::{quantize, quantize_block, AxisLayout, MxFormat, MxPreset, ScaleMode};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader, Read};
@@ -322,7 +322,17 @@ fn mx_blocks_match_torchao_head_te_and_gfloat() {
         let mut p = preset.policy(format);
         p.scale_mode = c.scale_mode.as_deref().unwrap().parse::<ScaleMode>().unwrap();
         let x: Vec<f32> = c.input_f32.iter().map(|h| f32::from_bits(hex_u32(h))).collect();
-        let (s, codes) = quantize_block(&x, format, &p).unwrap();
+        // through the array entry point (its fast paths), and the block one
+        let layout = AxisLayout::new(&[1, x.len()], -1, x.len(), false).unwrap();
+        let q = quantize(&x, &layout, format, &p).unwrap();
+        let (s, codes) = (q.scales[0], q.codes);
+        assert_eq!(
+            quantize_block(&x, format, &p).unwrap(),
+            (s, codes.clone()),
+            "{} {}",
+            c.oracle,
+            c.case
+        );
         let want_s = u8::from_str_radix(&c.scales.as_ref().unwrap()[0], 16).unwrap();
         let want_c: Vec<u8> = c
             .codes

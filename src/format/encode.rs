@@ -396,6 +396,13 @@ pub fn cast_f32_slice(
                     reason: "16-bit codes need a u16 output".into(),
                 });
             }
+            if let Some(fp8) = super::fp8_rne::Fp8Rne::new(format, p) {
+                input
+                    .par_chunks(CHUNK)
+                    .zip(out.par_chunks_mut(CHUNK))
+                    .for_each(|(i, o)| fp8.encode(i, 1.0, o));
+                return Ok(());
+            }
             if let Some(table) = CastTable::cached(format, p) {
                 let any_err = input
                     .par_chunks(CHUNK)

@@ -2,7 +2,7 @@
 //! array.
 
 use super::policy::{MxFormat, MxPolicy, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
-use crate::format::{encode_input, CastError, CastTable, Input, Rounding};
+use crate::format::{encode_input, CastError, CastTable, Fp8Rne, Input, Rounding};
 use rayon::prelude::*;
 
 /// Why a quantization or dequantization request was rejected.
@@ -182,6 +182,8 @@ struct ElementCoder {
     /// Table path: valid when rescaling in f32 cannot change the code (the
     /// rounding modes whose result for |v| < 2^-126 is zero).
     table: Option<std::sync::Arc<CastTable>>,
+    /// Branchless FP8 nearest-even encoder, where it applies.
+    fp8: Option<Fp8Rne>,
     nan_code: u8,
 }
 
@@ -194,12 +196,95 @@ impl ElementCoder {
             _ => None,
         };
         let nan_code = p.nan_block_codes.code(format);
+        let fp8 = if p.flush_subnormals {
+            None
+        } else {
+            Fp8Rne::new(el, &p.element)
+        };
         Ok(ElementCoder {
             format,
             policy: *p,
             table,
+            fp8,
             nan_code,
         })
+    }
+
+    /// Whole contiguous blocks of `block` elements with the FP8 encoder.
+    /// Returns false (having written nothing reliable) where a block needs
+    /// the general path: the caller then redoes that block with `block`.
+    #[inline(always)]
+    fn blocks_fp8(&self, fp8: &Fp8Rne, x: &[f32], out: &mut [u8], scales: &mut [u8], block: usize) -> u64 {
+        // bit j set: block j needs the general path
+        let mut redo = 0u64;
+        for (j, ((xb, ob), s)) in x
+            .chunks_exact(block)
+            .zip(out.chunks_exact_mut(block))
+            .zip(scales.iter_mut())
+            .enumerate()
+        {
+            let amax = xb.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7FFF_FFFF));
+            match (amax < 0x7F80_0000)
+                .then(|| block_scale(amax, self.format, &self.policy))
+                .flatten()
+            {
+                Some(e) => {
+                    fp8.encode_inline(xb, pow2_f32(-e), ob);
+                    *s = (e + 127) as u8;
+                }
+                None => redo |= 1 << j,
+            }
+        }
+        redo
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn blocks_fp8_avx2(&self, fp8: &Fp8Rne, x: &[f32], out: &mut [u8], scales: &mut [u8], block: usize) -> u64 {
+        self.blocks_fp8(fp8, x, out, scales, block)
+    }
+
+    /// Up to 64 contiguous blocks along a contiguous axis.
+    fn run_blocks(
+        &self,
+        x: &[f32],
+        out: &mut [u8],
+        scales: &mut [u8],
+        block: usize,
+        index: u64,
+    ) -> Result<(), MxError> {
+        let Some(fp8) = &self.fp8 else {
+            for (j, ((xb, ob), s)) in x
+                .chunks(block)
+                .zip(out.chunks_mut(block))
+                .zip(scales.iter_mut())
+                .enumerate()
+            {
+                *s = self.block(xb, ob, index + (j * block) as u64)?;
+            }
+            return Ok(());
+        };
+        let full = x.len() / block * block;
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: called only when the CPU supports AVX2.
+        let redo = if crate::format::Fp8Rne::has_avx2() {
+            unsafe { self.blocks_fp8_avx2(fp8, &x[..full], &mut out[..full], scales, block) }
+        } else {
+            self.blocks_fp8(fp8, &x[..full], &mut out[..full], scales, block)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let redo = self.blocks_fp8(fp8, &x[..full], &mut out[..full], scales, block);
+        for (j, ((xb, ob), s)) in x
+            .chunks(block)
+            .zip(out.chunks_mut(block))
+            .zip(scales.iter_mut())
+            .enumerate()
+        {
+            if redo >> j & 1 == 1 || j * block >= full {
+                *s = self.block(xb, ob, index + (j * block) as u64)?;
+            }
+        }
+        Ok(())
     }
 
     /// Quantize one contiguous block; returns its scale byte.
@@ -328,6 +413,26 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
         .try_for_each(|(u0, n, start0, c, s)| -> Result<(), MxError> {
             let mut buf = vec![0f32; layout.block];
             let mut cbuf = vec![0u8; layout.block];
+            if layout.inner == 1 {
+                // runs of up to 64 consecutive blocks within one row
+                let mut k = 0;
+                while k < n {
+                    let u = u0 + k;
+                    let (o, b) = (u / layout.nblocks, u % layout.nblocks);
+                    let g = (n - k).min(layout.nblocks - b).min(64);
+                    let start = o * layout.len + b * layout.block;
+                    let end = o * layout.len + ((b + g) * layout.block).min(layout.len);
+                    coder.run_blocks(
+                        &input[start..end],
+                        &mut c[start - start0..end - start0],
+                        &mut s[k..k + g],
+                        layout.block,
+                        start as u64,
+                    )?;
+                    k += g;
+                }
+                return Ok(());
+            }
             for k in 0..n {
                 let (start, len) = unit_span(layout, u0 + k);
                 let xs = &input[start..start + len];
@@ -478,7 +583,7 @@ impl QuantStats {
 mod tests {
     use super::*;
     use crate::format::Format;
-    use crate::mx::MxPreset;
+    use crate::mx::{MxPreset, ScaleMode};
 
     fn q(x: &[f32], f: MxFormat, preset: MxPreset) -> (u8, Vec<u8>) {
         quantize_block(x, f, &preset.policy(f)).unwrap()
@@ -587,6 +692,61 @@ mod tests {
         let want = quantize(&padded, &l64, MxFormat::Fp8E4M3, &p).unwrap();
         assert_eq!(got.scales, want.scales);
         assert_eq!(got.codes[..], want.codes[..40]);
+    }
+
+    /// The array path (with its FP8 fast path and runs of blocks) equals
+    /// quantizing each block on its own, on blocks built to hit every branch.
+    #[test]
+    fn array_path_equals_block_path() {
+        let mut s = 12345u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let (rows, cols) = (7usize, 200usize);
+        let mut x: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                let u = next();
+                let e = (u >> 40) % 90;
+                f32::from_bits((u as u32 & 0x807F_FFFF) | ((e as u32 + 60) << 23))
+            })
+            .collect();
+        x[5] = f32::INFINITY;
+        x[300] = f32::NAN;
+        x[420] = -f32::INFINITY;
+        for v in &mut x[600..632] {
+            *v = f32::from_bits(*v as u32 % 0x0080_0000); // f32 subnormals
+        }
+        for v in &mut x[700..760] {
+            *v = 0.0;
+        }
+        for v in &mut x[900..930] {
+            *v = f32::from_bits(0x7F7F_0000);
+        }
+        for f in [MxFormat::Fp8E4M3, MxFormat::Fp8E5M2, MxFormat::Fp4E2M1] {
+            for preset in MxPreset::ALL {
+                for mode in ScaleMode::ALL {
+                    let mut p = preset.policy(f);
+                    p.scale_mode = mode;
+                    let l = AxisLayout::new(&[rows, cols], -1, 32, true).unwrap();
+                    let q = quantize(&x, &l, f, &p).unwrap();
+                    for r in 0..rows {
+                        for b in 0..l.nblocks {
+                            let (lo, hi) = (r * cols + b * 32, r * cols + ((b + 1) * 32).min(cols));
+                            let (sc, codes) = quantize_block(&x[lo..hi], f, &p).unwrap();
+                            assert_eq!(
+                                q.scales[r * l.nblocks + b],
+                                sc,
+                                "{f} {preset} {mode:?} row {r} block {b}"
+                            );
+                            assert_eq!(&q.codes[lo..hi], &codes[..], "{f} {preset} {mode:?} row {r} block {b}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
