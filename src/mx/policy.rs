@@ -54,6 +54,24 @@ impl MxFormat {
         }
     }
 
+    /// The element's largest finite value.
+    pub const fn max_value(self) -> f64 {
+        match self {
+            MxFormat::Fp8E4M3 => 448.0,
+            MxFormat::Fp8E5M2 => 57344.0,
+            MxFormat::Fp6E3M2 => 28.0,
+            MxFormat::Fp6E2M3 => 7.5,
+            MxFormat::Fp4E2M1 => 6.0,
+            MxFormat::Int8 => 127.0 / 64.0,
+        }
+    }
+
+    /// `fl32(1/max)` computed as TransformerEngine does, `(float)(1.0/max)`
+    /// (an f64 division, then narrowing): the RCEIL multiplier.
+    pub const fn max_rcp(self) -> f32 {
+        (1.0 / self.max_value()) as f32
+    }
+
     /// Explicit mantissa bits of the element's largest binade (used by the
     /// EVEN scale mode).
     pub const fn mbits(self) -> u32 {
@@ -276,5 +294,18 @@ impl FromStr for MxPreset {
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| format!("unknown MX preset '{s}'; expected ocp, torchao, nvidia or microxcaling"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_values_match_the_element_tables() {
+        for f in MxFormat::ALL {
+            assert_eq!(f.max_value(), f.element().max_value(), "{f}");
+            assert_eq!(f.max_rcp(), (1.0f64 / f.element().max_value()) as f32);
+        }
     }
 }

@@ -149,7 +149,7 @@ pub fn block_scale(amax_bits: u32, format: MxFormat, p: &MxPolicy) -> Option<i32
             (bumped >> 23) as i32 - 127 - emax
         }
         ScaleMode::Rceil => {
-            let rcp = (1.0f64 / format.element().max_value()) as f32;
+            let rcp = format.max_rcp();
             let s = (f32::from_bits(amax_bits) * rcp).to_bits();
             let se = (s >> 23) as i32;
             let sm = s & 0x7F_FFFF;
