@@ -1,7 +1,12 @@
 //! Criterion benches of the element-format paths:
-//! * `cast_e4m3_table`: `cast_f32_slice` f32 -> e4m3 (the 65536-entry table
-//!   path; the table is built inside each call, as users see it), ml_dtypes
-//!   and nvidia presets, plus a prebuilt `CastTable::cast_into` (loop only);
+//! * `cast_e4m3`: `cast_f32_slice` f32 -> e4m3.
+//!   - `fast_path/{ml_dtypes,nvidia}`: the presets' nearest-even policies
+//!     take the branchless FP8 encoder;
+//!   - `table_path/cast_f32_slice/nearest-away`: the same entry point with
+//!     a rounding the FP8 encoder does not cover, so it takes the 65536-entry
+//!     table (cached per policy);
+//!   - `table_path/cast_into_prebuilt_1thread`: the table loop alone;
+//!   - `table_path/table_build`: building one table.
 //! * `cast_bf16`: `cast_f32_slice` f32 -> bf16 (the exact scalar path);
 //! * `encode_scalar`: `encode_f32` one value at a time, e4m3.
 //!
@@ -11,31 +16,43 @@
 mod common;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mxbi::format::{cast_f32_slice, encode_f32, CastPreset, CastTable, CodesMut, Format};
+use mxbi::format::{cast_f32_slice, encode_f32, CastPreset, CastTable, CodesMut, Format, Rounding};
 
 const N: usize = 1 << 20;
 
-fn cast_e4m3_table(c: &mut Criterion) {
+fn cast_e4m3(c: &mut Criterion) {
     let x = common::input(N);
     let mut out = vec![0u8; N];
-    let mut g = c.benchmark_group("cast_e4m3_table");
+    let mut g = c.benchmark_group("cast_e4m3");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(20);
     for preset in [CastPreset::MlDtypes, CastPreset::Nvidia] {
         let p = preset.policy(Format::E4M3);
-        g.bench_with_input(BenchmarkId::new("cast_f32_slice", preset), &p, |b, p| {
+        g.bench_with_input(BenchmarkId::new("fast_path", preset), &p, |b, p| {
             b.iter(|| {
                 cast_f32_slice(black_box(&x), CodesMut::U8(&mut out), Format::E4M3, p, 0).unwrap();
                 black_box(&out);
             })
         });
     }
+    let mut p = CastPreset::MlDtypes.policy(Format::E4M3);
+    p.rounding = Rounding::NearestAway;
+    g.bench_with_input(
+        BenchmarkId::new("table_path/cast_f32_slice", Rounding::NearestAway),
+        &p,
+        |b, p| {
+            b.iter(|| {
+                cast_f32_slice(black_box(&x), CodesMut::U8(&mut out), Format::E4M3, p, 0).unwrap();
+                black_box(&out);
+            })
+        },
+    );
     let p = CastPreset::MlDtypes.policy(Format::E4M3);
     let table = CastTable::build(Format::E4M3, &p).unwrap();
-    g.bench_function("cast_into_prebuilt_1thread/ml_dtypes", |b| {
+    g.bench_function("table_path/cast_into_prebuilt_1thread/ml_dtypes", |b| {
         b.iter(|| black_box(table.cast_into(black_box(&x), &mut out)))
     });
-    g.bench_function("table_build/ml_dtypes", |b| {
+    g.bench_function("table_path/table_build/ml_dtypes", |b| {
         b.iter(|| black_box(CastTable::build(Format::E4M3, black_box(&p))))
     });
     g.finish();
@@ -79,5 +96,5 @@ fn encode_scalar(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, cast_e4m3_table, cast_bf16, encode_scalar);
+criterion_group!(benches, cast_e4m3, cast_bf16, encode_scalar);
 criterion_main!(benches);
