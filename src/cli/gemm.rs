@@ -1,8 +1,8 @@
 //! `mxbi gemm`, `mxbi order`, `mxbi trace`: file handling and printing only.
 
-use super::{load, save, CliError, Result};
+use super::{input_f32, load, save, CliError, Result};
 use crate::gemm::{self, BLayout, Matrix, Problem};
-use crate::io::{DType, TensorData};
+use crate::io::TensorData;
 use crate::mx::MxFormat;
 use crate::order::Order;
 use clap::Args;
@@ -71,35 +71,6 @@ pub struct TraceArgs {
     /// Print JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn values(t: &TensorData, path: &Path) -> Result<Vec<f32>> {
-    Ok(match t.dtype() {
-        DType::F32 => t.as_f32()?.into_owned(),
-        DType::F16 => t.as_f16()?.iter().map(|h| h.to_f32()).collect(),
-        DType::BF16 => t.as_bf16()?.iter().map(|h| h.to_f32()).collect(),
-        DType::F64 => {
-            let v = t.as_f64()?;
-            if let Some((i, x)) = v
-                .iter()
-                .enumerate()
-                .find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x)
-            {
-                return Err(CliError(format!(
-                    "{}: element {i} ({x:e}) is not exactly representable in f32",
-                    path.display()
-                )));
-            }
-            v.iter().map(|&x| x as f32).collect()
-        }
-        d => {
-            return Err(CliError(format!(
-                "{}: expected f32/f16/bf16 values, got {}",
-                path.display(),
-                d.name()
-            )))
-        }
-    })
 }
 
 fn dims2(t: &TensorData, path: &Path) -> Result<(usize, usize)> {
@@ -191,8 +162,8 @@ fn load_operands(o: &OperandArgs) -> Result<Loaded> {
             if o.a_scales.is_some() || o.b_scales.is_some() {
                 return Err(CliError("--a-scales/--b-scales need --format (MX inputs)".into()));
             }
-            l.af = values(&ta, &o.a)?;
-            l.bf = values(&tb, &o.b)?;
+            l.af = input_f32(&ta, &o.a)?.into_owned();
+            l.bf = input_f32(&tb, &o.b)?.into_owned();
         }
         Some(_) => {
             let (Some(pa), Some(pb)) = (&o.a_scales, &o.b_scales) else {

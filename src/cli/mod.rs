@@ -277,8 +277,8 @@ fn decode(a: DecodeArgs) -> Result<()> {
 }
 
 /// Reads a floating-point input as f32 (borrowing the memory map for f32
-/// files), refusing values that f32 cannot hold exactly (so that
-/// quantization never rounds twice).
+/// files), refusing values that f32 cannot hold exactly (so that nothing
+/// rounds twice).
 fn input_f32<'a>(t: &'a TensorData, path: &std::path::Path) -> Result<std::borrow::Cow<'a, [f32]>> {
     Ok(match t.dtype() {
         DType::F32 => t.as_f32()?,
@@ -292,7 +292,7 @@ fn input_f32<'a>(t: &'a TensorData, path: &std::path::Path) -> Result<std::borro
                 .find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x)
             {
                 return Err(CliError(format!(
-                    "{}: element {i} ({x:e}) is not exactly representable in f32; quantize takes f32 values",
+                    "{}: element {i} ({x:e}) is not exactly representable in f32",
                     path.display()
                 )));
             }
@@ -300,7 +300,7 @@ fn input_f32<'a>(t: &'a TensorData, path: &std::path::Path) -> Result<std::borro
         }
         d => {
             return Err(CliError(format!(
-                "{}: quantize needs f32/f16/bf16 input, got {}",
+                "{}: expected f32, f16 or bf16 values, got {}",
                 path.display(),
                 d.name()
             )))
