@@ -20,7 +20,7 @@ pub fn builtin_tensor() -> (Vec<f32>, Vec<usize>) {
         state
     };
     for r in 0..rows {
-        for c in 0..cols {
+        for _ in 0..cols {
             let u = next();
             // mantissa in [1, 2), exponent spread of +-5 binades around a
             // per-row centre, random sign
@@ -28,7 +28,6 @@ pub fn builtin_tensor() -> (Vec<f32>, Vec<usize>) {
             let e = (r as i32 % 16) - 8 + ((u >> 8) % 11) as i32 - 5;
             let s = if u & 1 == 1 { -1.0 } else { 1.0 };
             x.push(s * m * 2f32.powi(e));
-            let _ = c;
         }
     }
     // Block maxima at the edges where the scale modes part ways.

@@ -1,7 +1,7 @@
 //! The `mxbi` command line: argument parsing, file I/O and reports. All
 //! numerics live in the library modules; this module only wires them up.
 
-mod bench;
+pub mod bench;
 mod demo;
 mod gemm;
 
