@@ -1,4 +1,5 @@
 pub mod cli;
+pub mod device;
 pub mod format;
 pub mod gemm;
 pub mod io;

@@ -3,6 +3,7 @@
 
 pub mod bench;
 mod demo;
+mod device;
 mod gemm;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
@@ -56,6 +57,9 @@ pub enum Command {
     Order(gemm::OrderArgs),
     /// Every intermediate value of one output element.
     Trace(gemm::TraceArgs),
+    /// Real-GPU suites (feature `cuda`) and replay of their captures.
+    #[command(subcommand)]
+    Device(device::DeviceCommand),
 }
 
 #[derive(Args, Debug)]
@@ -186,6 +190,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gemm(a) => gemm::gemm(a),
         Command::Order(a) => gemm::order(a),
         Command::Trace(a) => gemm::trace(a),
+        Command::Device(c) => device::run(c),
     }
 }
 

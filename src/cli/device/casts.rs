@@ -1,0 +1,17 @@
+//! `mxbi device casts` (being built).
+
+use crate::cli::Result;
+
+#[derive(clap::Args, Debug)]
+pub struct CastsArgs {
+    /// Folder for results and captures.
+    #[arg(long)]
+    pub out: std::path::PathBuf,
+    /// GPU ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+}
+
+pub fn run(_a: CastsArgs) -> Result<()> {
+    Err(crate::cli::CliError("`device casts` is not built yet".into()))
+}

@@ -1,0 +1,226 @@
+//! Captures: bytes produced on a GPU, stored under `reference/captures/`
+//! with a manifest (the exact command, GPU, driver and library versions)
+//! and a SHA-256 per file, so a machine without a GPU can replay them
+//! against the CPU model and detect any edit of the data.
+//!
+//! Layout of one capture folder: `manifest.json` plus the data files it
+//! lists. Data files are written by the suite that owns the folder.
+
+use super::{DeviceError, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// One data file of a capture and its integrity check.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FileEntry {
+    pub name: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// `manifest.json` of a capture folder.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Which suite wrote it (`conform`, `probe`, `casts`, `vendor`, ...).
+    pub suite: String,
+    /// The command that produced it (the runner script line when run by
+    /// `reference/device/run.sh`, else this process's argv).
+    pub command: String,
+    /// `mxbi` version that produced it.
+    pub mxbi_version: String,
+    /// UTC time of the run (from `MXBI_CAPTURE_DATE`, else UNIX seconds).
+    pub created: String,
+    /// `DeviceInfo` as JSON (kept untyped so CI needs no `cuda` feature).
+    pub device: serde_json::Value,
+    pub files: Vec<FileEntry>,
+    /// Free-form observations of the run.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex_lower(&Sha256::digest(bytes))
+}
+
+/// The first 8 bytes of SHA-256, as a compact per-row fingerprint.
+pub fn digest64(bytes: &[u8]) -> u64 {
+    let d = Sha256::digest(bytes);
+    u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
+}
+
+/// SHA-256 of the little-endian bit patterns of f32 values.
+pub fn f32_digest(values: &[f32]) -> String {
+    let mut h = Sha256::new();
+    for v in values {
+        h.update(v.to_bits().to_le_bytes());
+    }
+    hex_lower(&h.finalize())
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DeviceError + '_ {
+    move |source| DeviceError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The command recorded in a manifest.
+pub fn current_command() -> String {
+    std::env::var("MXBI_CAPTURE_COMMAND").unwrap_or_else(|_| std::env::args().collect::<Vec<_>>().join(" "))
+}
+
+fn created() -> String {
+    std::env::var("MXBI_CAPTURE_DATE").unwrap_or_else(|_| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        format!("unix:{secs}")
+    })
+}
+
+/// Writes the data files of one capture folder, then its manifest.
+pub struct CaptureWriter {
+    dir: PathBuf,
+    files: Vec<FileEntry>,
+}
+
+impl CaptureWriter {
+    pub fn create(dir: &Path) -> Result<CaptureWriter> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        Ok(CaptureWriter {
+            dir: dir.to_path_buf(),
+            files: Vec::new(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `name` (a plain file name) and records its digest.
+    pub fn put(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        check_name(name)?;
+        let path = self.dir.join(name);
+        std::fs::write(&path, bytes).map_err(io_err(&path))?;
+        self.files.retain(|f| f.name != name);
+        self.files.push(FileEntry {
+            name: name.into(),
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(bytes),
+        });
+        Ok(())
+    }
+
+    /// Writes pretty JSON.
+    pub fn put_json<T: Serialize>(&mut self, name: &str, value: &T) -> Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(|e| DeviceError::Capture(e.to_string()))?;
+        self.put(name, format!("{text}\n").as_bytes())
+    }
+
+    /// Writes `manifest.json` and returns it.
+    pub fn finish(self, suite: &str, device: serde_json::Value, notes: Vec<String>) -> Result<Manifest> {
+        let manifest = Manifest {
+            suite: suite.into(),
+            command: current_command(),
+            mxbi_version: env!("CARGO_PKG_VERSION").into(),
+            created: created(),
+            device,
+            files: self.files,
+            notes,
+        };
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| DeviceError::Capture(e.to_string()))?;
+        let path = self.dir.join("manifest.json");
+        std::fs::write(&path, format!("{text}\n")).map_err(io_err(&path))?;
+        Ok(manifest)
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name == "manifest.json"
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(DeviceError::Capture(format!("bad capture file name `{name}`")));
+    }
+    Ok(())
+}
+
+/// A capture folder opened for replay: the manifest, with every listed
+/// file's size and SHA-256 verified on read.
+pub struct Capture {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+impl Capture {
+    pub fn open(dir: &Path) -> Result<Capture> {
+        let path = dir.join("manifest.json");
+        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+        let manifest: Manifest =
+            serde_json::from_str(&text).map_err(|e| DeviceError::Capture(format!("{}: {e}", path.display())))?;
+        Ok(Capture {
+            dir: dir.to_path_buf(),
+            manifest,
+        })
+    }
+
+    /// Reads a listed file and checks it against the manifest.
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let entry = self
+            .manifest
+            .files
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| DeviceError::Capture(format!("{} lists no file `{name}`", self.dir.display())))?;
+        let path = self.dir.join(name);
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        if bytes.len() as u64 != entry.bytes || sha256_hex(&bytes) != entry.sha256 {
+            return Err(DeviceError::Capture(format!(
+                "{} does not match its manifest digest (edited or truncated)",
+                path.display()
+            )));
+        }
+        Ok(bytes)
+    }
+
+    pub fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let bytes = self.read(name)?;
+        serde_json::from_slice(&bytes).map_err(|e| DeviceError::Capture(format!("{name}: {e}")))
+    }
+
+    /// Verifies every listed file.
+    pub fn verify_all(&self) -> Result<()> {
+        for f in &self.manifest.files {
+            self.read(&f.name)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_tamper_detection() {
+        let dir = std::env::temp_dir().join(format!("mxbi-capture-{}", std::process::id()));
+        let mut w = CaptureWriter::create(&dir).unwrap();
+        w.put("a.bin", &[1, 2, 3]).unwrap();
+        w.put_json("b.json", &vec![1u32, 2]).unwrap();
+        assert!(w.put("../x", b"").is_err());
+        w.finish("test", serde_json::json!({"name": "none"}), vec![]).unwrap();
+        let c = Capture::open(&dir).unwrap();
+        c.verify_all().unwrap();
+        assert_eq!(c.read("a.bin").unwrap(), vec![1, 2, 3]);
+        std::fs::write(dir.join("a.bin"), [1, 2, 4]).unwrap();
+        assert!(c.read("a.bin").is_err());
+        assert!(c.read("missing").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
