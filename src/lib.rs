@@ -5,3 +5,4 @@ pub mod gemm;
 pub mod io;
 pub mod mx;
 pub mod order;
+pub mod rng;
