@@ -10,6 +10,8 @@
 //! replays the committed captures without a GPU.
 
 pub mod capture;
+pub mod codegen;
+pub mod conform;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;
