@@ -548,3 +548,23 @@ fn gemm_bad_input_exits_2() {
         "row 9",
     );
 }
+
+#[test]
+fn device_commands_without_a_gpu_fail_cleanly() {
+    // Built without `cuda` (the test build): a clear "rebuild" message.
+    // Built with it on a machine without the driver: "no usable GPU".
+    let o = run(&["device", "info"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        err.contains("--features cuda") || err.contains("no usable GPU"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let o = run(&["device", "conform", "--quick", "--out", tmp("dev").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    fails_cleanly(
+        &run(&["device", "replay", tmp("no-such-dir").to_str().unwrap()]),
+        "no-such-dir",
+    );
+}
