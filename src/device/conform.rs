@@ -858,163 +858,36 @@ pub use gpu_run::run;
 #[cfg(feature = "cuda")]
 mod gpu_run {
     use super::*;
-    use crate::device::codegen::TcInstr;
-    use crate::device::gpu::{driver_err, Arch, Gpu};
-    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use crate::device::exec::{gemm_on_gpu, operand_bytes, GemmOperands, KernelCache, POISON};
+    use crate::device::gpu::Gpu;
     use rayon::prelude::*;
-    use std::collections::HashMap;
-    use std::sync::Arc;
-
-    const POISON: u32 = 0x7FBA_DBAD;
-
-    fn operand_bytes(plan: &GpuPlan, vals: &[f32], codes: &[u16]) -> Vec<u8> {
-        match plan.elem_bytes() {
-            4 => vals.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect(),
-            2 => codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
-            _ => codes.iter().map(|&c| c as u8).collect(),
-        }
-    }
 
     /// Runs one case on the GPU; returns the output `[M][N]` and GPU ms.
     fn run_case(
         gpu: &Gpu,
-        modules: &mut HashMap<String, Arc<cudarc::driver::CudaModule>>,
+        cache: &mut KernelCache,
         case: &ConformCase,
         inputs: &CaseInputs,
     ) -> Result<(Vec<f32>, f32)> {
         let plan = case.plan()?;
-        let src = plan.source();
-        let module = match modules.get(&src) {
-            Some(m) => m.clone(),
-            None => {
-                let arch = if plan.needs_sm90a() { Arch::Sm90a } else { Arch::Sm90 };
-                let m = gpu.compile(&format!("conform_{}", case.id), &src, arch)?;
-                modules.insert(src.clone(), m.clone());
-                m
-            }
+        let operands = GemmOperands {
+            a: operand_bytes(&plan, &inputs.a, &inputs.a_codes),
+            bt: operand_bytes(&plan, &inputs.bt, &inputs.bt_codes),
+            sa: inputs.sa.clone(),
+            sb: inputs.sb.clone(),
         };
-        let s = &gpu.stream;
-        let (m, n, k) = (case.m, case.n, case.k);
-        let nt = plan.terms(k);
-        let g = plan.groups(nt);
-        let nonempty = |v: Vec<u8>| if v.is_empty() { vec![0u8] } else { v };
-        let da = s
-            .clone_htod(&nonempty(operand_bytes(&plan, &inputs.a, &inputs.a_codes)))
-            .map_err(driver_err("upload A"))?;
-        let db = s
-            .clone_htod(&nonempty(operand_bytes(&plan, &inputs.bt, &inputs.bt_codes)))
-            .map_err(driver_err("upload B"))?;
-        let dsa = s
-            .clone_htod(&nonempty(inputs.sa.clone()))
-            .map_err(driver_err("upload scales A"))?;
-        let dsb = s
-            .clone_htod(&nonempty(inputs.sb.clone()))
-            .map_err(driver_err("upload scales B"))?;
-        let mut dout = s
-            .clone_htod(&vec![f32::from_bits(POISON); m * n])
-            .map_err(driver_err("alloc out"))?;
-        let (mi, ni, ki, nti, gi) = (m as i32, n as i32, k as i32, nt as i32, g as i32);
-        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = s.record_event(timing).map_err(driver_err("event"))?;
-        if plan.mode == crate::device::codegen::GroupMode::Lanes {
-            let f = gpu.function(&module, "lanes_scalar")?;
-            let mut lb = s.launch_builder(&f);
-            lb.arg(&da)
-                .arg(&db)
-                .arg(&dsa)
-                .arg(&dsb)
-                .arg(&mut dout)
-                .arg(&mi)
-                .arg(&ni)
-                .arg(&ki)
-                .arg(&nti);
-            let cfg = LaunchConfig {
-                grid_dim: ((m * n) as u32, 1, 1),
-                block_dim: (32, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: argument list matches `lanes_scalar`; buffers are sized M*K, N*K, M*K/32, N*K/32, M*N.
-            unsafe { lb.launch(cfg) }.map_err(driver_err("launch lanes_scalar"))?;
-        } else {
-            let mut dws = s
-                .clone_htod(&vec![f32::from_bits(POISON); g * m * n])
-                .map_err(driver_err("alloc workspace"))?;
-            match plan.instr {
-                None => {
-                    let f = gpu.function(&module, "parts_scalar")?;
-                    let total = (g * m * n) as u32;
-                    let cfg = LaunchConfig {
-                        grid_dim: (total.div_ceil(128), 1, 1),
-                        block_dim: (128, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    let mut lb = s.launch_builder(&f);
-                    lb.arg(&da)
-                        .arg(&db)
-                        .arg(&dsa)
-                        .arg(&dsb)
-                        .arg(&mut dws)
-                        .arg(&mi)
-                        .arg(&ni)
-                        .arg(&ki)
-                        .arg(&nti)
-                        .arg(&gi);
-                    // SAFETY: argument list matches `parts_scalar`; workspace holds G*M*N floats.
-                    unsafe { lb.launch(cfg) }.map_err(driver_err("launch parts_scalar"))?;
-                }
-                Some(instr) => {
-                    let f = gpu.function(&module, "parts_tc")?;
-                    let (threads, rows) = match instr {
-                        TcInstr::MmaSync16 | TcInstr::MmaSyncFp8 => (32u32, 16usize),
-                        TcInstr::Wgmma16 | TcInstr::WgmmaFp8 => (128u32, 64usize),
-                    };
-                    let cfg = LaunchConfig {
-                        grid_dim: (n.div_ceil(8) as u32, m.div_ceil(rows) as u32, g as u32),
-                        block_dim: (threads, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    let mut lb = s.launch_builder(&f);
-                    lb.arg(&da)
-                        .arg(&db)
-                        .arg(&dsa)
-                        .arg(&dsb)
-                        .arg(&mut dws)
-                        .arg(&mi)
-                        .arg(&ni)
-                        .arg(&ki)
-                        .arg(&nti)
-                        .arg(&gi);
-                    // SAFETY: argument list matches `parts_tc`; out-of-range rows/columns are masked in the kernel.
-                    unsafe { lb.launch(cfg) }.map_err(driver_err("launch parts_tc"))?;
-                }
-            }
-            let f = gpu.function(&module, "reduce_groups")?;
-            let cfg = LaunchConfig {
-                grid_dim: ((m * n).div_ceil(128) as u32, 1, 1),
-                block_dim: (128, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut lb = s.launch_builder(&f);
-            lb.arg(&mut dws).arg(&mut dout).arg(&mi).arg(&ni).arg(&gi);
-            // SAFETY: argument list matches `reduce_groups`.
-            unsafe { lb.launch(cfg) }.map_err(driver_err("launch reduce_groups"))?;
-        }
-        let stop = s.record_event(timing).map_err(driver_err("event"))?;
-        gpu.sync()?;
-        let ms = start.elapsed_ms(&stop).map_err(driver_err("event time"))?;
-        let out = s.clone_dtoh(&dout).map_err(driver_err("download"))?;
-        Ok((out, ms))
+        gemm_on_gpu(gpu, cache, &plan, case.m, case.n, case.k, &operands)
     }
 
     /// Runs every case: GPU kernels, CPU model, comparison.
     pub fn run(gpu: &Gpu, opts: &ConformOptions, progress: &dyn Fn(&str)) -> Result<ConformReport> {
         let cases = generate_cases(opts);
-        let mut modules = HashMap::new();
+        let mut cache = KernelCache::default();
         let mut records = Vec::new();
         let mut failed = Vec::new();
         for case in &cases {
             let inputs = case.inputs();
-            let gpu_out = run_case(gpu, &mut modules, case, &inputs);
+            let gpu_out = run_case(gpu, &mut cache, case, &inputs);
             match gpu_out {
                 Ok((out, ms)) => {
                     let model = (0..case.m)

@@ -12,6 +12,8 @@
 pub mod capture;
 pub mod codegen;
 pub mod conform;
+#[cfg(feature = "cuda")]
+pub mod exec;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;
