@@ -14,6 +14,8 @@ pub mod codegen;
 pub mod conform;
 #[cfg(feature = "cuda")]
 pub mod exec;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;
