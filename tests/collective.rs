@@ -413,3 +413,33 @@ fn cli_op_bad_input_exits_2() {
         "empty",
     );
 }
+
+/// The prefix/fixed property does not depend on the preset's tensor-core
+/// order: the same holds for orders a plain CUDA kernel (fmaf over
+/// dequantized values) or a Hopper FP8 kernel with per-block promotion
+/// reproduces, which the two-GPU run can use.
+#[test]
+fn agmm_prefix_property_holds_for_gpu_friendly_orders() {
+    for (order, point) in [
+        ("fma;scale=dequant", "dequant"),
+        ("hopper-fp8-wgmma;promote=32;scale=block", "block"),
+    ] {
+        let local = json!({"order": order, "scale_point": point});
+        let gather = json!({"order": order, "scale_point": "requant:e4m3"});
+        let prefix = spec(json!({"preset": "agmm-v2-prefix", "local": local, "gather": gather}));
+        let fixed = spec(json!({"preset": "agmm-v2-fixed", "local": local}));
+        for x2 in [X2Scales::Identity, X2Scales::KConstant, X2Scales::KVarying] {
+            let b = base().x2(x2);
+            for g in 0..8 {
+                assert!(check::rank(&fixed, b, g).unwrap().passed());
+                let v = check::rank(&prefix, b, g).unwrap();
+                assert_eq!(
+                    v.passed(),
+                    x2 != X2Scales::KVarying,
+                    "{order} {x2:?} row {g}: {}",
+                    v.name()
+                );
+            }
+        }
+    }
+}
