@@ -1,4 +1,5 @@
 pub mod cli;
+pub mod collective;
 pub mod device;
 pub mod format;
 pub mod gemm;

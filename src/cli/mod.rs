@@ -5,6 +5,7 @@ pub mod bench;
 mod demo;
 mod device;
 mod gemm;
+mod op;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
@@ -60,6 +61,9 @@ pub enum Command {
     /// Real-GPU suites (feature `cuda`) and replay of their captures.
     #[command(subcommand)]
     Device(device::DeviceCommand),
+    /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
+    #[command(subcommand)]
+    Op(op::OpCommand),
 }
 
 #[derive(Args, Debug)]
@@ -191,6 +195,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Order(a) => gemm::order(a),
         Command::Trace(a) => gemm::trace(a),
         Command::Device(c) => device::run(c),
+        Command::Op(c) => op::run(c),
     }
 }
 
