@@ -10,6 +10,7 @@
 //! replays the committed captures without a GPU.
 
 pub mod capture;
+pub mod casts;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;
