@@ -529,9 +529,9 @@ impl ChunkSelection {
 /// The chunks (by top byte of the f32 bits) that hold, for both signs: zero
 /// and the f32 subnormals, the format's smallest positive value and half of
 /// it (the underflow tie), its largest finite value and the f32 just above
-/// it (the overflow edge), 1.0, and +-Inf with every NaN.
+/// it (the overflow edge), and +-Inf with every NaN.
 pub fn boundary_chunks(format: Format) -> Vec<u32> {
-    let mut vals: Vec<u32> = vec![0, 0x3F80_0000, 0x7F80_0000];
+    let mut vals: Vec<u32> = vec![0, 0x7F80_0000];
     let max = format.max_value() as f32;
     vals.push(max.to_bits());
     vals.push(max.to_bits().saturating_add(1).min(0x7F80_0000));
@@ -852,6 +852,22 @@ impl CastReplayReport {
     }
 }
 
+/// Writes a casts capture folder: [`SWEEP_FILE`] (compact JSON, one line)
+/// and the manifest with `device` (the GPU's `DeviceInfo` as JSON) and
+/// `notes`.
+pub fn write_capture(
+    dir: &std::path::Path,
+    report: &CastSweepReport,
+    device: serde_json::Value,
+    notes: Vec<String>,
+) -> Result<super::capture::Manifest> {
+    let mut text = serde_json::to_vec(report).map_err(|e| DeviceError::Capture(e.to_string()))?;
+    text.push(b'\n');
+    let mut w = super::capture::CaptureWriter::create(dir)?;
+    w.put(SWEEP_FILE, &text)?;
+    w.finish("casts", device, notes)
+}
+
 /// Reads and checks the sweep of a casts capture.
 pub fn read_sweep(capture: &Capture) -> Result<CastSweepReport> {
     if capture.manifest.suite != "casts" {
@@ -868,7 +884,10 @@ pub fn read_sweep(capture: &Capture) -> Result<CastSweepReport> {
             sweep.chunk_bits
         )));
     }
-    for r in &sweep.conversions {
+    for (i, r) in sweep.conversions.iter().enumerate() {
+        if sweep.conversions[..i].iter().any(|q| q.name == r.name) {
+            return Err(DeviceError::Capture(format!("{SWEEP_FILE}: {} listed twice", r.name)));
+        }
         let n = r.chunks.len();
         if r.gpu_sha256.len() != n || r.chunk_mismatches.len() != n {
             return Err(DeviceError::Capture(format!(
@@ -898,7 +917,9 @@ pub fn read_sweep(capture: &Capture) -> Result<CastSweepReport> {
 pub fn replay(capture: &Capture, chunks: ChunkSelection) -> Result<CastReplayReport> {
     let sweep = read_sweep(capture)?;
     let mut out = CastReplayReport::default();
-    for r in &sweep.conversions {
+    // (sweep index = report index, conversion, picked positions in its chunk list)
+    let mut plans: Vec<(usize, &'static Conversion, Vec<usize>)> = Vec::new();
+    for (ri, r) in sweep.conversions.iter().enumerate() {
         let mut rep = ConversionReplay {
             name: r.name.clone(),
             captured_mismatches: r.mismatches,
@@ -932,16 +953,35 @@ pub fn replay(capture: &Capture, chunks: ChunkSelection) -> Result<CastReplayRep
         let picked: Vec<usize> = (0..r.chunks.len())
             .filter(|&i| wanted.binary_search(&r.chunks[i]).is_ok())
             .collect();
-        let digests: Vec<Result<String>> = picked
-            .par_iter()
-            .map(|&i| cpu_chunk_digest(conv, r.chunks[i]))
-            .collect();
-        for (&i, d) in picked.iter().zip(digests) {
-            let d = d?;
-            rep.chunks_checked += 1;
+        plans.push((ri, conv, picked));
+        out.conversions.push(rep);
+    }
+    // Conversions with the same format and CPU policy (a header intrinsic
+    // and its inline-PTX twin) share their CPU digests: compute each once.
+    type Key = (Format, CastPolicy, u32);
+    let mut jobs: Vec<(Key, &'static Conversion)> = Vec::new();
+    for (ri, conv, picked) in &plans {
+        for &i in picked {
+            let key = (conv.format, conv.policy(), sweep.conversions[*ri].chunks[i]);
+            if !jobs.iter().any(|(k, _)| *k == key) {
+                jobs.push((key, conv));
+            }
+        }
+    }
+    let digests: Vec<Result<String>> = jobs.par_iter().map(|(k, c)| cpu_chunk_digest(c, k.2)).collect();
+    let mut cpu: std::collections::HashMap<Key, String> = std::collections::HashMap::new();
+    for ((k, _), d) in jobs.into_iter().zip(digests) {
+        cpu.insert(k, d?);
+    }
+    for (ri, conv, picked) in plans {
+        let r = &sweep.conversions[ri];
+        let rep = &mut out.conversions[ri];
+        for i in picked {
             let chunk = r.chunks[i];
+            let d = &cpu[&(conv.format, conv.policy(), chunk)];
+            rep.chunks_checked += 1;
             let recorded = r.chunk_mismatches[i];
-            if d != r.gpu_sha256[i] {
+            if *d != r.gpu_sha256[i] {
                 rep.chunks_differing.push(chunk);
                 if recorded == 0 {
                     rep.chunks_differing_unrecorded.push(chunk);
@@ -960,7 +1000,6 @@ pub fn replay(capture: &Capture, chunks: ChunkSelection) -> Result<CastReplayRep
                 rep.records_cpu_changed += 1;
             }
         }
-        out.conversions.push(rep);
     }
     Ok(out)
 }
@@ -1301,7 +1340,7 @@ mod tests {
     #[test]
     fn boundary_chunks_cover_edges() {
         let e4 = boundary_chunks(Format::E4M3);
-        for c in [0x00, 0x80, 0x43, 0xC3, 0x7F, 0xFF, 0x3B, 0x3A, 0x3F] {
+        for c in [0x00, 0x80, 0x43, 0xC3, 0x7F, 0xFF, 0x3B, 0x3A, 0xBB] {
             assert!(e4.contains(&c), "{c:#x} {e4:x?}");
         }
         let f16 = boundary_chunks(Format::F16);

@@ -24,8 +24,7 @@ pub struct CastsArgs {
 
 #[cfg(feature = "cuda")]
 pub fn run(a: CastsArgs) -> Result<()> {
-    use crate::device::capture::CaptureWriter;
-    use crate::device::casts::{self, ChunkSelection, SweepOptions, SWEEP_FILE};
+    use crate::device::casts::{self, ChunkSelection, SweepOptions};
     use crate::device::gpu::Gpu;
 
     // Refuse unknown names before touching the GPU.
@@ -69,8 +68,6 @@ pub fn run(a: CastsArgs) -> Result<()> {
     })?;
 
     let dir = a.out.join("casts");
-    let mut w = CaptureWriter::create(&dir)?;
-    w.put_json(SWEEP_FILE, &report)?;
     let notes: Vec<String> = report
         .conversions
         .iter()
@@ -91,7 +88,7 @@ pub fn run(a: CastsArgs) -> Result<()> {
         })
         .collect();
     let device = serde_json::to_value(&info)?;
-    w.finish("casts", device, notes)?;
+    casts::write_capture(&dir, &report, device, notes)?;
     println!("wrote {}", dir.display());
 
     let bad: Vec<&str> = report
