@@ -97,6 +97,9 @@ pub struct Conversion {
     /// headers, when there is one; mismatches of such a conversion are
     /// explained, all others are not.
     pub known_gap: Option<&'static str>,
+    /// The number of mismatches over all 2^32 inputs that `known_gap`
+    /// predicts.
+    pub predicted_mismatches: Option<u64>,
 }
 
 impl Conversion {
@@ -156,8 +159,20 @@ const GAP_E4M3_NOSAT: &str = "cuda_fp8.hpp's software path (sm_90, __NV_NOSAT) t
 const GAP_E8M0_RP: &str = "cuda_fp8.hpp's software path (sm_90) clears the sign bit before rounding up (|x| through cvt.rp.bf16.f32), so a negative input converts as its magnitude; the preset maps negatives to 0x00 (E8m0Negative::Min), so every negative non-zero input (with -Inf) is predicted to mismatch";
 const GAP_E8M0_RZ: &str = "cuda_fp8.hpp's software path (sm_90) takes the exponent field of cvt.rz.bf16.f32(x) and drops the sign, so a negative input converts as its magnitude; the preset maps negatives to 0x00 (E8m0Negative::Min), so every negative non-zero input (with -Inf) is predicted to mismatch";
 
+/// Negative inputs from just above -464 (0xC3E8_0001) to -Inf (0xFF80_0000).
+const PRED_E4M3_NOSAT: u64 = 0xFF80_0000 - 0xC3E8_0001 + 1;
+/// Negative non-zero, non-NaN inputs (0x8000_0001..=0xFF80_0000), less
+/// those with |x| <= 2^-127, which round up to 0x00 on both sides.
+const PRED_E8M0_RP: u64 = 0x7F80_0000 - 0x40_0000;
+/// Negative non-zero, non-NaN inputs, less those with |x| < 2^-126, which
+/// truncate to 0x00 on both sides.
+const PRED_E8M0_RZ: u64 = 0x7F80_0000 - 0x7F_FFFF;
+
 macro_rules! conv {
     ($name:expr, $fmt:ident, $round:ident, $ovf:ident, $headers:expr, $path:ident, $mech:expr, $gap:expr, $body:expr) => {
+        conv!($name, $fmt, $round, $ovf, $headers, $path, $mech, $gap, None, $body)
+    };
+    ($name:expr, $fmt:ident, $round:ident, $ovf:ident, $headers:expr, $path:ident, $mech:expr, $gap:expr, $pred:expr, $body:expr) => {
         Conversion {
             name: $name,
             format: Format::$fmt,
@@ -168,6 +183,7 @@ macro_rules! conv {
             path: CvtPath::$path,
             mechanism: $mech,
             known_gap: $gap,
+            predicted_mismatches: $pred,
         }
     };
 }
@@ -205,6 +221,7 @@ pub const CONVERSIONS: &[Conversion] = &[
         HeaderSoftware,
         "__nv_cvt_float_to_fp8(__NV_NOSAT): f64 software rounding in cuda_fp8.hpp",
         Some(GAP_E4M3_NOSAT),
+        Some(PRED_E4M3_NOSAT),
         "        code = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3);"
     ),
     conv!(
@@ -249,6 +266,7 @@ pub const CONVERSIONS: &[Conversion] = &[
         HeaderSoftware,
         "__nv_cvt_float_to_e8m0(cudaRoundPosInf): cvt.rp.bf16.f32 of |x|, then the bf16 exponent field (cuda_fp8.hpp)",
         Some(GAP_E8M0_RP),
+        Some(PRED_E8M0_RP),
         "        code = __nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundPosInf);"
     ),
     conv!(
@@ -260,6 +278,7 @@ pub const CONVERSIONS: &[Conversion] = &[
         HeaderSoftware,
         "__nv_cvt_float_to_e8m0(cudaRoundPosInf): cvt.rp.bf16.f32 of |x|, then the bf16 exponent field (cuda_fp8.hpp)",
         Some(GAP_E8M0_RP),
+        Some(PRED_E8M0_RP),
         "        code = __nv_cvt_float_to_e8m0(x, __NV_NOSAT, cudaRoundPosInf);"
     ),
     conv!(
@@ -271,6 +290,7 @@ pub const CONVERSIONS: &[Conversion] = &[
         HeaderSoftware,
         "__nv_cvt_float_to_e8m0(cudaRoundZero): cvt.rz.bf16.f32, then the bf16 exponent field (cuda_fp8.hpp)",
         Some(GAP_E8M0_RZ),
+        Some(PRED_E8M0_RZ),
         "        code = __nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundZero);"
     ),
     conv!(
@@ -282,6 +302,7 @@ pub const CONVERSIONS: &[Conversion] = &[
         HeaderSoftware,
         "__nv_cvt_float_to_e8m0(cudaRoundZero): cvt.rz.bf16.f32, then the bf16 exponent field (cuda_fp8.hpp)",
         Some(GAP_E8M0_RZ),
+        Some(PRED_E8M0_RZ),
         "        code = __nv_cvt_float_to_e8m0(x, __NV_NOSAT, cudaRoundZero);"
     ),
     conv!(
@@ -695,6 +716,9 @@ pub struct ConversionResult {
     /// The CPU policy the GPU codes were compared with.
     pub policy: CastPolicy,
     pub known_gap: Option<String>,
+    /// Mismatches over all 2^32 inputs that `known_gap` predicts.
+    #[serde(default)]
+    pub predicted_mismatches: Option<u64>,
     pub status: Status,
     pub error: Option<String>,
     /// Inputs compared.
@@ -726,6 +750,7 @@ impl ConversionResult {
             cuda: conv.body.into(),
             policy: conv.policy(),
             known_gap: conv.known_gap.map(str::to_string),
+            predicted_mismatches: conv.predicted_mismatches,
             status: Status::Ran,
             error: None,
             inputs: 0,
@@ -739,9 +764,17 @@ impl ConversionResult {
     }
 
     /// Whether this conversion needs attention: it did not run, or it
-    /// mismatched without a predicted explanation.
+    /// mismatched without a predicted explanation, or (over all 2^32
+    /// inputs) the count differs from the predicted one.
     pub fn unexplained(&self) -> bool {
-        self.status != Status::Ran || (self.mismatches > 0 && self.known_gap.is_none())
+        if self.status != Status::Ran {
+            return true;
+        }
+        if self.inputs == 1u64 << 32 {
+            self.mismatches != self.predicted_mismatches.unwrap_or(0)
+        } else {
+            self.mismatches > 0 && self.known_gap.is_none()
+        }
     }
 }
 
@@ -1346,6 +1379,27 @@ mod tests {
         let f16 = boundary_chunks(Format::F16);
         assert!(f16.contains(&0x47) && f16.contains(&0x33) && f16.contains(&0xC7));
         assert!(boundary_chunks(Format::E8M0).len() <= 12);
+    }
+
+    #[test]
+    fn predicted_gaps_explain_only_their_count() {
+        let conv = conversion("e8m0.rp.satfinite").unwrap();
+        let mut r = ConversionResult::new(conv);
+        r.inputs = 1 << 32;
+        r.mismatches = conv.predicted_mismatches.unwrap();
+        assert!(!r.unexplained());
+        r.mismatches += 1;
+        assert!(r.unexplained());
+        r.inputs = 10 * CHUNK_LEN as u64; // a quick run: any count is explained
+        assert!(!r.unexplained());
+        let plain = ConversionResult::new(conversion("e2m1.rz.satfinite").unwrap());
+        assert!(!plain.unexplained());
+        // The predicted inputs do convert as the preset says (negatives ->
+        // 0x00 for E8M0, overflow -> unsigned 0x7F for E4M3 nosat).
+        assert_eq!(code("e8m0.rp.satfinite", (-1.5f32).to_bits()), 0x00);
+        assert_eq!(code("e8m0.rz.nosat", 0xFF80_0000), 0x00);
+        assert_eq!(code("e4m3.nosat", 0xC3E8_0001), 0x7F);
+        assert_eq!(code("e4m3.nosat", 0xC3E8_0000), 0xFE);
     }
 
     #[test]

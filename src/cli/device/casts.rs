@@ -48,11 +48,14 @@ pub fn run(a: CastsArgs) -> Result<()> {
         "conversion", "inputs", "mismatches", "path", "seconds"
     );
     let report = casts::run(&gpu, &opts, |r| {
-        let note = match (&r.status, &r.known_gap) {
-            (casts::Status::Ran, _) if r.mismatches == 0 => String::new(),
-            (casts::Status::Ran, Some(_)) => "predicted gap (see sweep.json)".into(),
-            (casts::Status::Ran, None) => "UNEXPLAINED".into(),
-            (s, _) => format!(
+        let note = match r.status {
+            casts::Status::Ran if r.mismatches == 0 && !r.unexplained() => String::new(),
+            casts::Status::Ran if !r.unexplained() => "predicted gap (known_gap in sweep.json)".into(),
+            casts::Status::Ran => match r.predicted_mismatches {
+                Some(p) => format!("UNEXPLAINED (predicted {p})"),
+                None => "UNEXPLAINED".into(),
+            },
+            s => format!(
                 "{s:?}: {}",
                 r.error.as_deref().unwrap_or("").lines().next().unwrap_or("")
             ),
