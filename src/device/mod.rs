@@ -10,6 +10,7 @@
 //! replays the committed captures without a GPU.
 
 pub mod capture;
+pub mod casts;
 pub mod collective;
 pub mod codegen;
 pub mod conform;
