@@ -39,6 +39,16 @@ fn cb_ok(st: cb::cublasStatus_t, what: &str) -> Result<()> {
     }
 }
 
+/// Library-level failures (a status code, a refusal) become a recorded
+/// string; driver failures (faults, lost context) stay errors and end the run.
+fn soft<T>(r: Result<T>) -> Result<std::result::Result<T, String>> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e @ (DeviceError::Library { .. } | DeviceError::Refused(_))) => Ok(Err(e.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // RAII wrappers.
 // ---------------------------------------------------------------------------
@@ -97,15 +107,8 @@ impl Desc {
                 what: format!("{attr:?}: null device pointer"),
             });
         }
-        let v = p as usize as *const c_void;
-        // SAFETY: reading the bytes of a local pointer value.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                &v as *const *const c_void as *const u8,
-                std::mem::size_of::<*const c_void>(),
-            )
-        };
-        self.set_bytes(attr, bytes)
+        // A `void*` attribute: the pointer's native bytes.
+        self.set_bytes(attr, &(p as usize).to_ne_bytes())
     }
 }
 
@@ -333,15 +336,14 @@ fn config_attr(algo: &lt::cublasLtMatmulAlgo_t, attr: AlgoAttr) -> Result<(u64, 
     let what = format!("cublasLtMatmulAlgoConfigGetAttribute({attr:?})");
     let mut size = 0usize;
     // SAFETY: documented size query: NULL buffer, 0 bytes, size written out.
-    lt_ok(
-        unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, std::ptr::null_mut(), 0, &mut size) },
-        &format!("{what} size query"),
-    )?;
-    if size == 0 || size > 8 {
-        return Err(DeviceError::Library {
-            library: "cuBLASLt",
-            what: format!("{what}: unexpected attribute size {size}"),
-        });
+    let st = unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, std::ptr::null_mut(), 0, &mut size) };
+    if st != Lts::CUBLAS_STATUS_SUCCESS || size == 0 || size > 8 {
+        // Fall back to the documented storage: uint16_t for the inner and
+        // cluster shapes, 32 bits for the others.
+        size = match attr {
+            AlgoAttr::CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID | AlgoAttr::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID => 2,
+            _ => 4,
+        };
     }
     let mut buf = [0u8; 8];
     let mut written = 0usize;
@@ -695,6 +697,18 @@ impl Timer {
     }
 }
 
+fn untimed(m: usize, note: String) -> TimingEntry {
+    TimingEntry {
+        m,
+        heuristic_us: None,
+        pinned_us: None,
+        pinned_speed: None,
+        heuristic_samples_us: Vec::new(),
+        pinned_samples_us: Vec::new(),
+        note: Some(note),
+    }
+}
+
 /// Times the heuristic and (if any) the pinned launch, interleaved sample by
 /// sample so that clock drift hits both alike.
 fn time_pair(
@@ -971,8 +985,9 @@ fn sweep_family(
                 scale_b: sb,
                 ..base
             };
-            let prob = lt_problem(case, shape, opts.pin_m, &ptrs)?;
-            match build_pin(env.lt, case, opts.pin_m, &prob, pref) {
+            let pin = soft(lt_problem(case, shape, opts.pin_m, &ptrs))?
+                .and_then(|prob| build_pin(env.lt, case, opts.pin_m, &prob, pref));
+            match pin {
                 Ok(p) => st.pin = Some(p),
                 Err(e) => {
                     eprintln!("vendor: {} {}: no pinned algorithm: {e}", case.name(), shape.name);
@@ -1030,22 +1045,48 @@ fn sweep_family(
                         rows.push(store.entry(case, shape, Variant::Heuristic, m, pos, status, row.as_deref()));
                     }
                     Api::CublasLt => {
-                        let prob = lt_problem(case, shape, m, &ptrs)?;
-                        // The heuristic's own choice at this M.
-                        match heuristic(env.lt, &prob, pref) {
-                            Ok(choice) => {
-                                let config = read_config(&choice.algo)?;
+                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
+                            Ok(p) => p,
+                            Err(e) => {
                                 if pi == 0 {
                                     st.run.heuristic.push(HeuristicPick {
                                         m,
-                                        status: "ok".into(),
-                                        config: Some(config),
+                                        status: format!("descriptors: {e}"),
+                                        config: None,
+                                        workspace_bytes: None,
+                                        waves_count: None,
+                                        same_at_all_positions: true,
+                                    });
+                                }
+                                for (variant, status) in [
+                                    (Variant::Heuristic, RowStatus::Unsupported(e.clone())),
+                                    (Variant::Pinned, RowStatus::Refused(e.clone())),
+                                ] {
+                                    rows.push(store.entry(case, shape, variant, m, pos, status, None));
+                                }
+                                continue;
+                            }
+                        };
+                        // The heuristic's own choice at this M.
+                        match heuristic(env.lt, &prob, pref) {
+                            Ok(choice) => {
+                                let (config, status) = match soft(read_config(&choice.algo))? {
+                                    Ok(c) => (Some(c), "ok".to_string()),
+                                    Err(e) => (None, format!("ok; config not readable: {e}")),
+                                };
+                                if pi == 0 {
+                                    st.run.heuristic.push(HeuristicPick {
+                                        m,
+                                        status,
+                                        config: config.clone(),
                                         workspace_bytes: Some(choice.workspace as u64),
                                         waves_count: Some(choice.waves),
                                         same_at_all_positions: true,
                                     });
                                 } else if let Some(h) = st.run.heuristic.last_mut() {
-                                    if h.config.as_ref().is_none_or(|c| !c.same_config(&config)) {
+                                    if h.config != config
+                                        && !matches!((&h.config, &config), (Some(a), Some(b)) if a.same_config(b))
+                                    {
                                         h.same_at_all_positions = false;
                                     }
                                 }
@@ -1137,13 +1178,19 @@ fn sweep_family(
                     scale_b: sb,
                     ..base
                 };
-                let entry = match case.api() {
+                let timed = match case.api() {
                     Api::Cublas => {
                         let mut h = || classic(env, case, shape, m, &ptrs);
-                        time_pair(timer, stream, opts, m, Some(&mut h), None, None)?
+                        soft(time_pair(timer, stream, opts, m, Some(&mut h), None, None))?
                     }
                     Api::CublasLt => {
-                        let prob = lt_problem(case, shape, m, &ptrs)?;
+                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
+                            Ok(p) => p,
+                            Err(e) => {
+                                st.run.timings.push(untimed(m, format!("descriptors: {e}")));
+                                continue;
+                            }
+                        };
                         let choice = heuristic(env.lt, &prob, pref);
                         let pinned = st
                             .pin
@@ -1160,7 +1207,7 @@ fn sweep_family(
                         let pr = &prob;
                         let mut hc = choice.as_ref().ok().map(|c| move || lt_matmul(env, pr, &c.algo, &ptrs));
                         let mut pc = pinned.map(|a| move || lt_matmul(env, pr, &a, &ptrs));
-                        time_pair(
+                        soft(time_pair(
                             timer,
                             stream,
                             opts,
@@ -1168,10 +1215,12 @@ fn sweep_family(
                             hc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
                             pc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
                             (!note.is_empty()).then(|| note.join("; ")),
-                        )?
+                        ))?
                     }
                 };
-                st.run.timings.push(entry);
+                st.run
+                    .timings
+                    .push(timed.unwrap_or_else(|e| untimed(m, format!("timing failed: {e}"))));
             }
         }
         gpu.sync()?;
