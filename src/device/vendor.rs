@@ -997,6 +997,12 @@ fn cell_text(cells: &[&TableCell]) -> String {
     if cells.iter().all(|c| c.diff_bytes == Some(0)) {
         return "=".into();
     }
+    if cells
+        .iter()
+        .all(|c| c.diff_bytes.is_none() && c.status == cells[0].status)
+    {
+        return cells[0].status.clone();
+    }
     cells
         .iter()
         .map(|c| match c.diff_elems {
