@@ -1229,11 +1229,13 @@ pub fn pinned_ratios(report: &VendorReport) -> Vec<(CaseId, String, usize, f64)>
 // Captures.
 // ---------------------------------------------------------------------------
 
-/// Writes `report.json` and `rows.bin` and the manifest into `dir`.
+/// Writes `report.json`, `rows.bin`, `tables.md` (the markdown rendering)
+/// and the manifest into `dir`.
 pub fn write_capture(dir: &Path, run: &VendorRun, device: serde_json::Value, notes: Vec<String>) -> Result<Manifest> {
     let mut w = CaptureWriter::create(dir)?;
     w.put("rows.bin", &run.rows_bin)?;
     w.put_json("report.json", &run.report)?;
+    w.put("tables.md", render_markdown(&run.report).as_bytes())?;
     w.finish("vendor", device, notes)
 }
 

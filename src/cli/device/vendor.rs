@@ -32,7 +32,6 @@ pub fn run(a: VendorArgs) -> Result<()> {
     println!("{markdown}");
     let dir = a.out.join("vendor");
     let manifest = vendor::write_capture(&dir, &result, serde_json::to_value(&info)?, result.report.notes.clone())?;
-    std::fs::write(dir.join("README.md"), &markdown)?;
     let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
     eprintln!(
         "capture: {} ({} files, {} bytes)",
