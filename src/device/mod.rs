@@ -18,6 +18,7 @@ pub mod conform;
 pub mod exec;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+pub mod vendor;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;

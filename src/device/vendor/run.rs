@@ -1,0 +1,1267 @@
+//! The GPU side of the vendor probe (feature `cuda`): cuBLAS and cuBLASLt
+//! through cudarc's raw bindings. Every status is checked; descriptors are
+//! owned by RAII wrappers; nothing falls back to another algorithm.
+
+use super::*;
+use crate::device::gpu::{driver_err, Gpu};
+use cudarc::cublas::sys as cb;
+use cudarc::cublaslt::sys as lt;
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+type Lts = lt::cublasStatus_t;
+type AlgoAttr = lt::cublasLtMatmulAlgoConfigAttributes_t;
+
+const OP_N: i32 = 0;
+const OP_T: i32 = 1;
+
+fn lt_ok(st: Lts, what: &str) -> Result<()> {
+    if st == Lts::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(DeviceError::Library {
+            library: "cuBLASLt",
+            what: format!("{what}: {st:?}"),
+        })
+    }
+}
+
+fn cb_ok(st: cb::cublasStatus_t, what: &str) -> Result<()> {
+    if st == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(DeviceError::Library {
+            library: "cuBLAS",
+            what: format!("{what}: {st:?}"),
+        })
+    }
+}
+
+/// Library-level failures (a status code, a refusal) become a recorded
+/// string; driver failures (faults, lost context) stay errors and end the run.
+fn soft<T>(r: Result<T>) -> Result<std::result::Result<T, String>> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e @ (DeviceError::Library { .. } | DeviceError::Refused(_))) => Ok(Err(e.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// RAII wrappers.
+// ---------------------------------------------------------------------------
+
+struct LtHandle(lt::cublasLtHandle_t);
+
+impl LtHandle {
+    fn new() -> Result<LtHandle> {
+        let mut h: lt::cublasLtHandle_t = std::ptr::null_mut();
+        // SAFETY: out-parameter of the right type.
+        lt_ok(unsafe { lt::cublasLtCreate(&mut h) }, "cublasLtCreate")?;
+        Ok(LtHandle(h))
+    }
+}
+
+impl Drop for LtHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by cublasLtCreate and destroyed once, here.
+        let st = unsafe { lt::cublasLtDestroy(self.0) };
+        if st != Lts::CUBLAS_STATUS_SUCCESS {
+            eprintln!("warning: cublasLtDestroy: {st:?}");
+        }
+    }
+}
+
+struct Desc(lt::cublasLtMatmulDesc_t);
+
+impl Desc {
+    fn new(compute: lt::cublasComputeType_t, scale: lt::cudaDataType) -> Result<Desc> {
+        let mut d: lt::cublasLtMatmulDesc_t = std::ptr::null_mut();
+        // SAFETY: out-parameter of the right type.
+        lt_ok(
+            unsafe { lt::cublasLtMatmulDescCreate(&mut d, compute, scale) },
+            "cublasLtMatmulDescCreate",
+        )?;
+        Ok(Desc(d))
+    }
+
+    fn set_bytes(&self, attr: lt::cublasLtMatmulDescAttributes_t, bytes: &[u8]) -> Result<()> {
+        // SAFETY: the descriptor is alive; `bytes` is valid for its length.
+        lt_ok(
+            unsafe { lt::cublasLtMatmulDescSetAttribute(self.0, attr, bytes.as_ptr().cast(), bytes.len()) },
+            &format!("cublasLtMatmulDescSetAttribute({attr:?})"),
+        )
+    }
+
+    fn set_i32(&self, attr: lt::cublasLtMatmulDescAttributes_t, v: i32) -> Result<()> {
+        self.set_bytes(attr, &v.to_le_bytes())
+    }
+
+    /// A device pointer attribute (`void*`).
+    fn set_ptr(&self, attr: lt::cublasLtMatmulDescAttributes_t, p: u64) -> Result<()> {
+        if p == 0 {
+            return Err(DeviceError::Library {
+                library: "cuBLASLt",
+                what: format!("{attr:?}: null device pointer"),
+            });
+        }
+        // A `void*` attribute: the pointer's native bytes.
+        self.set_bytes(attr, &(p as usize).to_ne_bytes())
+    }
+}
+
+impl Drop for Desc {
+    fn drop(&mut self) {
+        // SAFETY: created by cublasLtMatmulDescCreate, destroyed once.
+        let st = unsafe { lt::cublasLtMatmulDescDestroy(self.0) };
+        if st != Lts::CUBLAS_STATUS_SUCCESS {
+            eprintln!("warning: cublasLtMatmulDescDestroy: {st:?}");
+        }
+    }
+}
+
+struct Layout(lt::cublasLtMatrixLayout_t);
+
+impl Layout {
+    fn new(t: lt::cudaDataType, rows: usize, cols: usize, ld: usize) -> Result<Layout> {
+        let mut l: lt::cublasLtMatrixLayout_t = std::ptr::null_mut();
+        // SAFETY: out-parameter of the right type.
+        lt_ok(
+            unsafe { lt::cublasLtMatrixLayoutCreate(&mut l, t, rows as u64, cols as u64, ld as i64) },
+            &format!("cublasLtMatrixLayoutCreate({t:?}, {rows}x{cols}, ld {ld})"),
+        )?;
+        Ok(Layout(l))
+    }
+}
+
+impl Drop for Layout {
+    fn drop(&mut self) {
+        // SAFETY: created by cublasLtMatrixLayoutCreate, destroyed once.
+        let st = unsafe { lt::cublasLtMatrixLayoutDestroy(self.0) };
+        if st != Lts::CUBLAS_STATUS_SUCCESS {
+            eprintln!("warning: cublasLtMatrixLayoutDestroy: {st:?}");
+        }
+    }
+}
+
+struct Pref(lt::cublasLtMatmulPreference_t);
+
+impl Pref {
+    fn new(workspace: usize) -> Result<Pref> {
+        let mut p: lt::cublasLtMatmulPreference_t = std::ptr::null_mut();
+        // SAFETY: out-parameter of the right type.
+        lt_ok(
+            unsafe { lt::cublasLtMatmulPreferenceCreate(&mut p) },
+            "cublasLtMatmulPreferenceCreate",
+        )?;
+        let pref = Pref(p);
+        let ws = workspace as u64;
+        // SAFETY: the attribute is a uint64_t; `ws` lives across the call.
+        lt_ok(
+            unsafe {
+                lt::cublasLtMatmulPreferenceSetAttribute(
+                    pref.0,
+                    lt::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                    (&ws as *const u64).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            },
+            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+        )?;
+        Ok(pref)
+    }
+}
+
+impl Drop for Pref {
+    fn drop(&mut self) {
+        // SAFETY: created by cublasLtMatmulPreferenceCreate, destroyed once.
+        let st = unsafe { lt::cublasLtMatmulPreferenceDestroy(self.0) };
+        if st != Lts::CUBLAS_STATUS_SUCCESS {
+            eprintln!("warning: cublasLtMatmulPreferenceDestroy: {st:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Problems, heuristics, algorithm configs.
+// ---------------------------------------------------------------------------
+
+fn lt_type(d: Dtype) -> lt::cudaDataType {
+    match d {
+        Dtype::F32 => lt::cudaDataType::CUDA_R_32F,
+        Dtype::Bf16 => lt::cudaDataType::CUDA_R_16BF,
+        Dtype::E4m3 => lt::cudaDataType::CUDA_R_8F_E4M3,
+    }
+}
+
+/// Compute type, scale type, A, B, C, D types of a cuBLASLt case.
+struct LtTypes {
+    compute: lt::cublasComputeType_t,
+    scale: lt::cudaDataType,
+    a: lt::cudaDataType,
+    b: lt::cudaDataType,
+    c: lt::cudaDataType,
+    d: lt::cudaDataType,
+}
+
+fn lt_types(case: CaseId) -> LtTypes {
+    LtTypes {
+        compute: lt::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        scale: lt::cudaDataType::CUDA_R_32F,
+        a: lt_type(case.input()),
+        b: lt_type(case.input()),
+        c: lt_type(case.output()),
+        d: lt_type(case.output()),
+    }
+}
+
+/// Device pointers of one GEMM.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ptrs {
+    w: u64,
+    x: u64,
+    y: u64,
+    /// Scale of cuBLAS A (the weights): tensor scalar or BLK128x128 grid.
+    scale_a: u64,
+    /// Scale of cuBLAS B (the activations): tensor scalar or VEC128 grid.
+    scale_b: u64,
+}
+
+/// The descriptors of one cuBLASLt problem: D[N,M] = op(A=W)[N,K] · B=X[K,M].
+struct LtProblem {
+    desc: Desc,
+    a: Layout,
+    b: Layout,
+    cd: Layout,
+}
+
+fn lt_problem(case: CaseId, shape: &Shape, m: usize, p: &Ptrs) -> Result<LtProblem> {
+    use lt::cublasLtMatmulDescAttributes_t as A;
+    use lt::cublasLtMatmulMatrixScale_t as S;
+    let t = lt_types(case);
+    let desc = Desc::new(t.compute, t.scale)?;
+    desc.set_i32(A::CUBLASLT_MATMUL_DESC_TRANSA, OP_T)?;
+    desc.set_i32(A::CUBLASLT_MATMUL_DESC_TRANSB, OP_N)?;
+    match case.scaling() {
+        Scaling::None => {}
+        Scaling::Tensor => {
+            desc.set_ptr(A::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.scale_a)?;
+            desc.set_ptr(A::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.scale_b)?;
+        }
+        Scaling::Vec128Blk128 => {
+            desc.set_i32(
+                A::CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                S::CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F as i32,
+            )?;
+            desc.set_i32(
+                A::CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                S::CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F as i32,
+            )?;
+            desc.set_ptr(A::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.scale_a)?;
+            desc.set_ptr(A::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.scale_b)?;
+        }
+    }
+    Ok(LtProblem {
+        desc,
+        a: Layout::new(t.a, shape.k, shape.n, shape.k)?,
+        b: Layout::new(t.b, shape.k, m, shape.k)?,
+        cd: Layout::new(t.d, shape.n, m, shape.n)?,
+    })
+}
+
+fn empty_result() -> lt::cublasLtMatmulHeuristicResult_t {
+    lt::cublasLtMatmulHeuristicResult_t {
+        algo: lt::cublasLtMatmulAlgo_t { data: [0; 8] },
+        workspaceSize: 0,
+        state: Lts::CUBLAS_STATUS_SUCCESS,
+        wavesCount: 0.0,
+        reserved: [0; 4],
+    }
+}
+
+struct Choice {
+    algo: lt::cublasLtMatmulAlgo_t,
+    workspace: usize,
+    waves: f32,
+}
+
+/// The heuristic's top choice; `Err` (recorded, not fatal) when there is
+/// none for this problem.
+fn heuristic(h: &LtHandle, p: &LtProblem, pref: &Pref) -> std::result::Result<Choice, String> {
+    let mut res = empty_result();
+    let mut count: c_int = 0;
+    // SAFETY: all descriptors are alive; `res` has room for the one result requested.
+    let st = unsafe {
+        lt::cublasLtMatmulAlgoGetHeuristic(
+            h.0, p.desc.0, p.a.0, p.b.0, p.cd.0, p.cd.0, pref.0, 1, &mut res, &mut count,
+        )
+    };
+    if st != Lts::CUBLAS_STATUS_SUCCESS {
+        return Err(format!("cublasLtMatmulAlgoGetHeuristic: {st:?}"));
+    }
+    if count < 1 {
+        return Err("cublasLtMatmulAlgoGetHeuristic: no algorithm".into());
+    }
+    if res.state != Lts::CUBLAS_STATUS_SUCCESS {
+        return Err(format!("cublasLtMatmulAlgoGetHeuristic: result state {:?}", res.state));
+    }
+    if res.workspaceSize > WORKSPACE_BYTES {
+        return Err(format!("heuristic wants {} workspace bytes", res.workspaceSize));
+    }
+    Ok(Choice {
+        algo: res.algo,
+        workspace: res.workspaceSize,
+        waves: res.wavesCount,
+    })
+}
+
+const CONFIG_ATTRS: [AlgoAttr; 9] = [
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_ID,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_TILE_ID,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_STAGES_ID,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID,
+    AlgoAttr::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+];
+
+/// One config attribute as (value, size in bytes). The size is asked first
+/// (buf NULL, size 0, as documented), so 16-bit and 32-bit attributes are
+/// read and written with exactly their storage size.
+fn config_attr(algo: &lt::cublasLtMatmulAlgo_t, attr: AlgoAttr) -> Result<(u64, usize)> {
+    let what = format!("cublasLtMatmulAlgoConfigGetAttribute({attr:?})");
+    let mut size = 0usize;
+    // SAFETY: documented size query: NULL buffer, 0 bytes, size written out.
+    let st = unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, std::ptr::null_mut(), 0, &mut size) };
+    if st != Lts::CUBLAS_STATUS_SUCCESS || size == 0 || size > 8 {
+        // Fall back to the documented storage: uint16_t for the inner and
+        // cluster shapes, 32 bits for the others.
+        size = match attr {
+            AlgoAttr::CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID | AlgoAttr::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID => 2,
+            _ => 4,
+        };
+    }
+    let mut buf = [0u8; 8];
+    let mut written = 0usize;
+    // SAFETY: `buf` holds 8 >= size bytes.
+    lt_ok(
+        unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(algo, attr, buf.as_mut_ptr().cast(), size, &mut written) },
+        &what,
+    )?;
+    if written != size {
+        return Err(DeviceError::Library {
+            library: "cuBLASLt",
+            what: format!("{what}: wrote {written} of {size} bytes"),
+        });
+    }
+    Ok((u64::from_le_bytes(buf), size))
+}
+
+/// A capability attribute, `None` if the library does not answer.
+fn cap_attr(algo: &lt::cublasLtMatmulAlgo_t, attr: lt::cublasLtMatmulAlgoCapAttributes_t) -> Option<u64> {
+    let mut size = 0usize;
+    // SAFETY: documented size query: NULL buffer, 0 bytes.
+    let st = unsafe { lt::cublasLtMatmulAlgoCapGetAttribute(algo, attr, std::ptr::null_mut(), 0, &mut size) };
+    if st != Lts::CUBLAS_STATUS_SUCCESS || size == 0 || size > 8 {
+        return None;
+    }
+    let mut buf = [0u8; 8];
+    let mut written = 0usize;
+    // SAFETY: `buf` holds 8 >= size bytes.
+    let st = unsafe { lt::cublasLtMatmulAlgoCapGetAttribute(algo, attr, buf.as_mut_ptr().cast(), size, &mut written) };
+    (st == Lts::CUBLAS_STATUS_SUCCESS && written == size).then(|| u64::from_le_bytes(buf))
+}
+
+fn read_config(algo: &lt::cublasLtMatmulAlgo_t) -> Result<AlgoConfig> {
+    let mut v = [0u64; 9];
+    let mut id_size = 4;
+    for (i, attr) in CONFIG_ATTRS.iter().enumerate() {
+        let (value, size) = config_attr(algo, *attr)?;
+        v[i] = value;
+        if i == 0 {
+            id_size = size;
+        }
+    }
+    // The id is an int32_t.
+    let algo_id = if id_size == 4 {
+        v[0] as u32 as i32 as i64
+    } else {
+        v[0] as i64
+    };
+    use lt::cublasLtMatmulAlgoCapAttributes_t as C;
+    Ok(AlgoConfig {
+        algo_id,
+        tile_id: v[1],
+        splitk_num: v[2],
+        reduction_scheme: v[3],
+        cta_swizzling: v[4],
+        custom_option: v[5],
+        stages_id: v[6],
+        inner_shape_id: v[7],
+        cluster_shape_id: v[8],
+        numerical_impl_flags: cap_attr(algo, C::CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS),
+        splitk_support: cap_attr(algo, C::CUBLASLT_ALGO_CAP_SPLITK_SUPPORT),
+        reduction_scheme_mask: cap_attr(algo, C::CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK),
+    })
+}
+
+struct Pin {
+    algo: lt::cublasLtMatmulAlgo_t,
+    report: PinReport,
+}
+
+/// Reads the heuristic's choice at `pin_m` and re-initialises it with
+/// split-K 1 and reduction scheme NONE. `Err` is recorded, not fatal.
+fn build_pin(h: &LtHandle, case: CaseId, pin_m: usize, p: &LtProblem, pref: &Pref) -> std::result::Result<Pin, String> {
+    let choice = heuristic(h, p, pref).map_err(|e| format!("heuristic at pin M={pin_m}: {e}"))?;
+    let from = read_config(&choice.algo).map_err(|e| e.to_string())?;
+    let t = lt_types(case);
+    let mut algo = lt::cublasLtMatmulAlgo_t { data: [0; 8] };
+    let id = c_int::try_from(from.algo_id).map_err(|_| format!("algorithm id {} out of range", from.algo_id))?;
+    // SAFETY: the handle is alive; `algo` is a valid out-parameter.
+    lt_ok(
+        unsafe { lt::cublasLtMatmulAlgoInit(h.0, t.compute, t.scale, t.a, t.b, t.c, t.d, id, &mut algo) },
+        &format!("cublasLtMatmulAlgoInit(id {id})"),
+    )
+    .map_err(|e| e.to_string())?;
+    for attr in &CONFIG_ATTRS[1..] {
+        let (value, size) = config_attr(&choice.algo, *attr).map_err(|e| e.to_string())?;
+        let value = match attr {
+            AlgoAttr::CUBLASLT_ALGO_CONFIG_SPLITK_NUM => 1,
+            AlgoAttr::CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME => {
+                lt::cublasLtReductionScheme_t::CUBLASLT_REDUCTION_SCHEME_NONE as u64
+            }
+            _ => value,
+        };
+        let bytes = value.to_le_bytes();
+        // SAFETY: `bytes` holds at least `size` bytes, the attribute's storage size.
+        lt_ok(
+            unsafe { lt::cublasLtMatmulAlgoConfigSetAttribute(&mut algo, *attr, bytes.as_ptr().cast(), size) },
+            &format!("cublasLtMatmulAlgoConfigSetAttribute({attr:?} = {value})"),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    let pinned = read_config(&algo).map_err(|e| e.to_string())?;
+    let mut expect = from.clone();
+    expect.splitk_num = 1;
+    expect.reduction_scheme = 0;
+    if !pinned.same_config(&expect) {
+        return Err(format!(
+            "pinned algorithm reads back as {} instead of {}",
+            pinned.short(),
+            expect.short()
+        ));
+    }
+    Ok(Pin {
+        report: PinReport {
+            pin_m,
+            heuristic_at_pin: from,
+            pinned,
+            reinit_bytes_equal_heuristic: algo.data == choice.algo.data,
+            checks: Vec::new(),
+        },
+        algo,
+    })
+}
+
+/// `cublasLtMatmulAlgoCheck` of the pinned algorithm for this problem:
+/// (workspace, waves), or the refusal.
+fn check_pin(
+    h: &LtHandle,
+    p: &LtProblem,
+    algo: &lt::cublasLtMatmulAlgo_t,
+) -> std::result::Result<(usize, f32), String> {
+    let mut res = empty_result();
+    // SAFETY: descriptors alive; `res` is a valid out-parameter.
+    let st = unsafe { lt::cublasLtMatmulAlgoCheck(h.0, p.desc.0, p.a.0, p.b.0, p.cd.0, p.cd.0, algo, &mut res) };
+    if st != Lts::CUBLAS_STATUS_SUCCESS {
+        return Err(format!("cublasLtMatmulAlgoCheck: {st:?}"));
+    }
+    if res.state != Lts::CUBLAS_STATUS_SUCCESS {
+        return Err(format!("cublasLtMatmulAlgoCheck: result state {:?}", res.state));
+    }
+    if res.workspaceSize > WORKSPACE_BYTES {
+        return Err(format!("needs {} workspace bytes", res.workspaceSize));
+    }
+    Ok((res.workspaceSize, res.wavesCount))
+}
+
+struct Env<'a> {
+    lt: &'a LtHandle,
+    blas: cb::cublasHandle_t,
+    stream: &'a Arc<CudaStream>,
+    lt_stream: lt::cudaStream_t,
+    workspace: u64,
+}
+
+fn lt_matmul(env: &Env, p: &LtProblem, algo: &lt::cublasLtMatmulAlgo_t, ptr: &Ptrs) -> Result<()> {
+    let (alpha, beta) = (1f32, 0f32);
+    // SAFETY: descriptors alive; the device buffers were allocated for this
+    // problem's (M, N, K) and types by the caller; alpha/beta are host f32
+    // (pointer mode host, scale type 32F); C = D with beta 0.
+    lt_ok(
+        unsafe {
+            lt::cublasLtMatmul(
+                env.lt.0,
+                p.desc.0,
+                (&alpha as *const f32).cast(),
+                ptr.w as usize as *const c_void,
+                p.a.0,
+                ptr.x as usize as *const c_void,
+                p.b.0,
+                (&beta as *const f32).cast(),
+                ptr.y as usize as *const c_void,
+                p.cd.0,
+                ptr.y as usize as *mut c_void,
+                p.cd.0,
+                algo,
+                env.workspace as usize as *mut c_void,
+                WORKSPACE_BYTES,
+                env.lt_stream,
+            )
+        },
+        "cublasLtMatmul",
+    )
+}
+
+fn classic(env: &Env, case: CaseId, shape: &Shape, m: usize, ptr: &Ptrs) -> Result<()> {
+    let (alpha, beta) = (1f32, 0f32);
+    let (n, mm, k) = (shape.n as c_int, m as c_int, shape.k as c_int);
+    let (t, nn) = (cb::cublasOperation_t::CUBLAS_OP_T, cb::cublasOperation_t::CUBLAS_OP_N);
+    match case {
+        // SAFETY: device buffers sized for (M, N, K) f32 by the caller; host scalars.
+        CaseId::Sgemm => cb_ok(
+            unsafe {
+                cb::cublasSgemm_v2(
+                    env.blas,
+                    t,
+                    nn,
+                    n,
+                    mm,
+                    k,
+                    &alpha,
+                    ptr.w as usize as *const f32,
+                    k,
+                    ptr.x as usize as *const f32,
+                    k,
+                    &beta,
+                    ptr.y as usize as *mut f32,
+                    n,
+                )
+            },
+            "cublasSgemm",
+        ),
+        // SAFETY: device buffers sized for (M, N, K) bf16 by the caller; host
+        // f32 scalars (compute type 32F).
+        CaseId::GemmexBf16 => cb_ok(
+            unsafe {
+                cb::cublasGemmEx(
+                    env.blas,
+                    t,
+                    nn,
+                    n,
+                    mm,
+                    k,
+                    (&alpha as *const f32).cast(),
+                    ptr.w as usize as *const c_void,
+                    cb::cudaDataType::CUDA_R_16BF,
+                    k,
+                    ptr.x as usize as *const c_void,
+                    cb::cudaDataType::CUDA_R_16BF,
+                    k,
+                    (&beta as *const f32).cast(),
+                    ptr.y as usize as *mut c_void,
+                    cb::cudaDataType::CUDA_R_16BF,
+                    n,
+                    cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+                )
+            },
+            "cublasGemmEx",
+        ),
+        other => Err(DeviceError::Refused(format!(
+            "{} is not a classic cuBLAS case",
+            other.name()
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Buffers and rows.
+// ---------------------------------------------------------------------------
+
+fn raw<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr(stream);
+    p
+}
+
+fn raw_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr_mut(stream);
+    p
+}
+
+fn upload<T: cudarc::driver::DeviceRepr>(stream: &Arc<CudaStream>, v: &[T], what: &str) -> Result<CudaSlice<T>> {
+    stream.clone_htod(v).map_err(driver_err(what))
+}
+
+/// Writes 0xFF bytes (NaN in f32 and bf16) over the anchor output row, so a
+/// GEMM that does not write it cannot pass for one that does.
+fn sentinel(stream: &Arc<CudaStream>, y: &mut CudaSlice<u8>, off: usize, len: usize) -> Result<()> {
+    stream
+        .memcpy_htod(&vec![0xFFu8; len], &mut y.slice_mut(off..off + len))
+        .map_err(driver_err("write sentinel row"))
+}
+
+fn fetch(stream: &Arc<CudaStream>, y: &CudaSlice<u8>, off: usize, len: usize) -> Result<Vec<u8>> {
+    let mut host = vec![0u8; len];
+    stream
+        .memcpy_dtoh(&y.slice(off..off + len), &mut host)
+        .map_err(driver_err("fetch anchor row"))?;
+    stream.synchronize().map_err(driver_err("synchronize after GEMM"))?;
+    Ok(host)
+}
+
+/// The status of a fetched row: failed if any element still holds the
+/// sentinel.
+fn row_status(row: &[u8], out: Dtype) -> RowStatus {
+    let left = row.chunks(out.size()).filter(|c| c.iter().all(|&b| b == 0xFF)).count();
+    if left == 0 {
+        RowStatus::Ok
+    } else {
+        RowStatus::Failed(format!("{left} anchor outputs not written (sentinel left)"))
+    }
+}
+
+/// Runs one GEMM (`launch`) with the sentinel in place and fetches the row.
+/// A library error becomes a failed row (the sweep goes on); a driver
+/// error ends the run.
+fn run_row(
+    stream: &Arc<CudaStream>,
+    y: &mut CudaSlice<u8>,
+    off: usize,
+    len: usize,
+    out: Dtype,
+    launch: impl FnOnce() -> Result<()>,
+) -> Result<(RowStatus, Option<Vec<u8>>)> {
+    sentinel(stream, y, off, len)?;
+    match launch() {
+        Ok(()) => {
+            let row = fetch(stream, y, off, len)?;
+            let st = row_status(&row, out);
+            let keep = (st == RowStatus::Ok).then_some(row);
+            Ok((st, keep))
+        }
+        Err(e @ DeviceError::Library { .. }) => Ok((RowStatus::Failed(e.to_string()), None)),
+        Err(e) => Err(e),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Timing.
+// ---------------------------------------------------------------------------
+
+struct Timer {
+    start: CudaEvent,
+    stop: CudaEvent,
+}
+
+impl Timer {
+    fn new(gpu: &Gpu) -> Result<Timer> {
+        let ev = || {
+            gpu.ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver_err("create timing event"))
+        };
+        Ok(Timer {
+            start: ev()?,
+            stop: ev()?,
+        })
+    }
+
+    /// Microseconds per launch over `inner` back-to-back launches.
+    fn sample(&self, stream: &Arc<CudaStream>, inner: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        self.start.record(stream).map_err(driver_err("record start event"))?;
+        for _ in 0..inner {
+            f()?;
+        }
+        self.stop.record(stream).map_err(driver_err("record stop event"))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.stop)
+            .map_err(driver_err("event elapsed time"))?;
+        Ok(ms as f64 * 1000.0 / inner as f64)
+    }
+}
+
+fn untimed(m: usize, note: String) -> TimingEntry {
+    TimingEntry {
+        m,
+        heuristic_us: None,
+        pinned_us: None,
+        pinned_speed: None,
+        heuristic_samples_us: Vec::new(),
+        pinned_samples_us: Vec::new(),
+        note: Some(note),
+    }
+}
+
+/// Times the heuristic and (if any) the pinned launch, interleaved sample by
+/// sample so that clock drift hits both alike.
+fn time_pair(
+    timer: &Timer,
+    stream: &Arc<CudaStream>,
+    opts: &VendorOptions,
+    m: usize,
+    heur: Option<&mut dyn FnMut() -> Result<()>>,
+    pinned: Option<&mut dyn FnMut() -> Result<()>>,
+    note: Option<String>,
+) -> Result<TimingEntry> {
+    let (mut hs, mut ps) = (Vec::new(), Vec::new());
+    let mut heur = heur;
+    let mut pinned = pinned;
+    for _ in 0..opts.warmup {
+        if let Some(f) = heur.as_mut() {
+            f()?;
+        }
+        if let Some(f) = pinned.as_mut() {
+            f()?;
+        }
+    }
+    stream.synchronize().map_err(driver_err("synchronize after warm-up"))?;
+    for _ in 0..opts.timing_reps {
+        if let Some(f) = heur.as_mut() {
+            hs.push(timer.sample(stream, opts.timing_inner, *f)?);
+        }
+        if let Some(f) = pinned.as_mut() {
+            ps.push(timer.sample(stream, opts.timing_inner, *f)?);
+        }
+    }
+    let (h, p) = (median(&hs), median(&ps));
+    Ok(TimingEntry {
+        m,
+        heuristic_us: h,
+        pinned_us: p,
+        pinned_speed: match (h, p) {
+            (Some(h), Some(p)) if p > 0.0 => Some(h / p),
+            _ => None,
+        },
+        heuristic_samples_us: hs,
+        pinned_samples_us: ps,
+        note,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The sweep.
+// ---------------------------------------------------------------------------
+
+struct CaseState {
+    run: CaseRun,
+    pin: Option<Pin>,
+    reference: Vec<f64>,
+}
+
+fn math_mode_name(raw: u32) -> String {
+    let base = match raw & 0xF {
+        0 => "CUBLAS_DEFAULT_MATH",
+        1 => "CUBLAS_TENSOR_OP_MATH",
+        2 => "CUBLAS_PEDANTIC_MATH",
+        3 => "CUBLAS_TF32_TENSOR_OP_MATH",
+        4 => "CUBLAS_FP32_EMULATED_BF16X9_MATH",
+        8 => "CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH",
+        _ => "unknown",
+    };
+    if raw & 16 != 0 {
+        format!("{base} | DISALLOW_REDUCED_PRECISION_REDUCTION ({raw})")
+    } else {
+        format!("{base} ({raw})")
+    }
+}
+
+/// Runs the whole probe on `gpu`: anchor rows for every case, shape, M and
+/// position (heuristic and pinned), the heuristic's choices, the pins'
+/// checks, timings, and a reference check per case.
+pub fn run(gpu: &Gpu, opts: &VendorOptions) -> Result<VendorRun> {
+    opts.validate()?;
+    let stream = &gpu.stream;
+    let lt_handle = LtHandle::new()?;
+    let blas = cudarc::cublas::CudaBlas::new(stream.clone()).map_err(|e| DeviceError::Library {
+        library: "cuBLAS",
+        what: format!("create handle: {e:?}"),
+    })?;
+    let bh = *blas.handle();
+    let mut ws_lt: CudaSlice<u8> = stream
+        .alloc_zeros(WORKSPACE_BYTES)
+        .map_err(driver_err("allocate cuBLASLt workspace"))?;
+    let mut ws_cb: CudaSlice<u8> = stream
+        .alloc_zeros(WORKSPACE_BYTES)
+        .map_err(driver_err("allocate cuBLAS workspace"))?;
+    let ws_cb_ptr = raw_mut(&mut ws_cb, stream);
+    // SAFETY: the handle is alive; the buffer outlives it (dropped after `blas`
+    // below) and is 256-byte aligned (driver allocation).
+    cb_ok(
+        unsafe { cb::cublasSetWorkspace_v2(bh, ws_cb_ptr as usize as *mut c_void, WORKSPACE_BYTES) },
+        "cublasSetWorkspace",
+    )?;
+    let mut math_raw: u32 = 0;
+    // SAFETY: the handle is alive; the mode is written as a 32-bit integer
+    // (read as u32 so flag combinations are not forced into the enum).
+    cb_ok(
+        unsafe { cb::cublasGetMathMode(bh, (&mut math_raw as *mut u32).cast()) },
+        "cublasGetMathMode",
+    )?;
+    let math_mode = math_mode_name(math_raw);
+    let env = Env {
+        lt: &lt_handle,
+        blas: bh,
+        stream,
+        lt_stream: stream.cu_stream() as lt::cudaStream_t,
+        workspace: raw_mut(&mut ws_lt, stream),
+    };
+    let pref = Pref::new(WORKSPACE_BYTES)?;
+    let timer = Timer::new(gpu)?;
+    let mut store = RowStore::default();
+    let mut rows: Vec<RowEntry> = Vec::new();
+    let mut runs: Vec<CaseRun> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let t0 = std::time::Instant::now();
+
+    for shape in &opts.shapes {
+        for family in [Dtype::F32, Dtype::Bf16, Dtype::E4m3] {
+            let cases: Vec<CaseId> = opts.cases.iter().copied().filter(|c| c.input() == family).collect();
+            if cases.is_empty() {
+                continue;
+            }
+            eprintln!(
+                "vendor: {} {:?} inputs ({:.1} s)",
+                shape.name,
+                family,
+                t0.elapsed().as_secs_f64()
+            );
+            sweep_family(
+                gpu, &env, &pref, &timer, opts, shape, family, &cases, &math_mode, &mut store, &mut rows, &mut runs,
+            )?;
+        }
+    }
+    drop(blas);
+    drop(ws_cb);
+
+    for r in &runs {
+        if let Some(c) = &r.reference_check {
+            if !c.plausible {
+                notes.push(format!(
+                    "{} {}: anchor row is {:.2e} (relative) from the f64 reference, above {:.0e}: layout, scale or transpose suspect",
+                    r.case.name(),
+                    r.shape,
+                    c.rel,
+                    c.tolerance
+                ));
+            }
+        }
+        if r.heuristic.iter().any(|h| !h.same_at_all_positions) {
+            notes.push(format!(
+                "{} {}: the heuristic chose differently at different positions of the same M",
+                r.case.name(),
+                r.shape
+            ));
+        }
+    }
+    let failed = rows.iter().filter(|r| matches!(r.status, RowStatus::Failed(_))).count();
+    if failed > 0 {
+        notes.push(format!("{failed} anchor rows failed (see rows[].status)"));
+    }
+    notes.push(format!("GPU sweep took {:.1} s", t0.elapsed().as_secs_f64()));
+    let tables = derive_tables(&rows, &store.data, &opts.shapes)?;
+    Ok(VendorRun {
+        report: VendorReport {
+            schema: SCHEMA,
+            options: opts.clone(),
+            generator: GENERATOR.into(),
+            workspace_bytes: WORKSPACE_BYTES,
+            tensor_scales: (TENSOR_SCALE_W, TENSOR_SCALE_X),
+            environment: environment(),
+            runs,
+            rows,
+            tables,
+            notes,
+        },
+        rows_bin: store.data,
+    })
+}
+
+/// All cases of one input type at one shape: the weights are uploaded
+/// once, each M's neighbours once, and the anchor row is written into (and
+/// restored out of) one row per position.
+#[allow(clippy::too_many_arguments)]
+fn sweep_family(
+    gpu: &Gpu,
+    env: &Env,
+    pref: &Pref,
+    timer: &Timer,
+    opts: &VendorOptions,
+    shape: &Shape,
+    family: Dtype,
+    cases: &[CaseId],
+    math_mode: &str,
+    store: &mut RowStore,
+    rows: &mut Vec<RowEntry>,
+    runs: &mut Vec<CaseRun>,
+) -> Result<()> {
+    let stream = env.stream;
+    let (n, k, es) = (shape.n, shape.k, family.size());
+    let seed = opts.seed;
+    let d_w = upload(stream, &weights(family, shape, seed), "upload weights")?;
+    let anchor_host = anchor(family, shape, seed);
+    let needs_blk = cases.iter().any(|c| c.scaling() == Scaling::Vec128Blk128);
+    // Scale buffers: separate allocations, so every pointer is 256-byte aligned.
+    let d_tsw = upload(stream, &[TENSOR_SCALE_W], "upload tensor scale")?;
+    let d_tsx = upload(stream, &[TENSOR_SCALE_X], "upload tensor scale")?;
+    let d_wblk = if needs_blk {
+        Some(upload(
+            stream,
+            &blk128_layout(&weight_block_scales(shape, seed), shape),
+            "upload weight block scales",
+        )?)
+    } else {
+        None
+    };
+    let a_scales = anchor_scales(shape, seed);
+    let l = shape.k_blocks();
+    let base = Ptrs {
+        w: raw(&d_w, stream),
+        ..Ptrs::default()
+    };
+    let scale_ptrs = |case: CaseId, act_scales: Option<&CudaSlice<f32>>| -> (u64, u64) {
+        match case.scaling() {
+            Scaling::None => (0, 0),
+            Scaling::Tensor => (raw(&d_tsw, stream), raw(&d_tsx, stream)),
+            Scaling::Vec128Blk128 => (
+                d_wblk.as_ref().map(|b| raw(b, stream)).unwrap_or(0),
+                act_scales.map(|b| raw(b, stream)).unwrap_or(0),
+            ),
+        }
+    };
+
+    // Case states and pins.
+    let mut states: Vec<CaseState> = Vec::new();
+    for &case in cases {
+        let mut st = CaseState {
+            run: CaseRun {
+                case,
+                shape: shape.name.clone(),
+                api: case.api(),
+                input: case.input(),
+                output: case.output(),
+                scaling: case.scaling(),
+                math_mode: (case.api() == Api::Cublas).then(|| math_mode.to_string()),
+                heuristic: Vec::new(),
+                pin: None,
+                pin_error: None,
+                timings: Vec::new(),
+                reference_check: None,
+            },
+            pin: None,
+            reference: reference_row(case, shape, seed),
+        };
+        if case.pinnable() {
+            // Activation scales for the pin's problem at pin_m (zeros: the
+            // heuristic looks at the descriptors, not at the values).
+            let dummy = if case.scaling() == Scaling::Vec128Blk128 {
+                Some(
+                    stream
+                        .alloc_zeros::<f32>(l * opts.pin_m)
+                        .map_err(driver_err("allocate pin scales"))?,
+                )
+            } else {
+                None
+            };
+            let (sa, sb) = scale_ptrs(case, dummy.as_ref());
+            let ptrs = Ptrs {
+                scale_a: sa,
+                scale_b: sb,
+                ..base
+            };
+            let pin = soft(lt_problem(case, shape, opts.pin_m, &ptrs))?
+                .and_then(|prob| build_pin(env.lt, case, opts.pin_m, &prob, pref));
+            match pin {
+                Ok(p) => st.pin = Some(p),
+                Err(e) => {
+                    eprintln!("vendor: {} {}: no pinned algorithm: {e}", case.name(), shape.name);
+                    st.run.pin_error = Some(e);
+                }
+            }
+        }
+        states.push(st);
+    }
+
+    for &m in &opts.m_list {
+        let x_host = neighbours(family, shape, m, seed);
+        let mut d_x = upload(stream, &x_host, "upload activations")?;
+        let x_ptr = raw_mut(&mut d_x, stream);
+        let mut d_y: CudaSlice<u8> = stream.alloc_zeros(m * n * 4).map_err(driver_err("allocate output"))?;
+        let y_ptr = raw_mut(&mut d_y, stream);
+        let n_scales = if family == Dtype::E4m3 {
+            neighbour_scales(shape, m, seed)
+        } else {
+            Vec::new()
+        };
+        for (pi, pos) in positions(m, opts.all_positions).iter().enumerate() {
+            let xr = pos.row * k * es..(pos.row + 1) * k * es;
+            stream
+                .memcpy_htod(&anchor_host, &mut d_x.slice_mut(xr.clone()))
+                .map_err(driver_err("write anchor row"))?;
+            let d_xs = if family == Dtype::E4m3 {
+                let mut s = n_scales.clone();
+                s[pos.row * l..(pos.row + 1) * l].copy_from_slice(&a_scales);
+                Some(upload(
+                    stream,
+                    &vec128_layout(&s, m, shape),
+                    "upload activation scales",
+                )?)
+            } else {
+                None
+            };
+            for st in states.iter_mut() {
+                let case = st.run.case;
+                let out = case.output();
+                let (off, len) = (pos.row * n * out.size(), n * out.size());
+                let (sa, sb) = scale_ptrs(case, d_xs.as_ref());
+                let ptrs = Ptrs {
+                    x: x_ptr,
+                    y: y_ptr,
+                    scale_a: sa,
+                    scale_b: sb,
+                    ..base
+                };
+                match case.api() {
+                    Api::Cublas => {
+                        let (status, row) =
+                            run_row(stream, &mut d_y, off, len, out, || classic(env, case, shape, m, &ptrs))?;
+                        note_reference(st, m, row.as_deref());
+                        rows.push(store.entry(case, shape, Variant::Heuristic, m, pos, status, row.as_deref()));
+                    }
+                    Api::CublasLt => {
+                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
+                            Ok(p) => p,
+                            Err(e) => {
+                                if pi == 0 {
+                                    st.run.heuristic.push(HeuristicPick {
+                                        m,
+                                        status: format!("descriptors: {e}"),
+                                        config: None,
+                                        workspace_bytes: None,
+                                        waves_count: None,
+                                        same_at_all_positions: true,
+                                    });
+                                }
+                                for (variant, status) in [
+                                    (Variant::Heuristic, RowStatus::Unsupported(e.clone())),
+                                    (Variant::Pinned, RowStatus::Refused(e.clone())),
+                                ] {
+                                    rows.push(store.entry(case, shape, variant, m, pos, status, None));
+                                }
+                                continue;
+                            }
+                        };
+                        // The heuristic's own choice at this M.
+                        match heuristic(env.lt, &prob, pref) {
+                            Ok(choice) => {
+                                let (config, status) = match soft(read_config(&choice.algo))? {
+                                    Ok(c) => (Some(c), "ok".to_string()),
+                                    Err(e) => (None, format!("ok; config not readable: {e}")),
+                                };
+                                if pi == 0 {
+                                    st.run.heuristic.push(HeuristicPick {
+                                        m,
+                                        status,
+                                        config: config.clone(),
+                                        workspace_bytes: Some(choice.workspace as u64),
+                                        waves_count: Some(choice.waves),
+                                        same_at_all_positions: true,
+                                    });
+                                } else if let Some(h) = st.run.heuristic.last_mut() {
+                                    if h.config != config
+                                        && !matches!((&h.config, &config), (Some(a), Some(b)) if a.same_config(b))
+                                    {
+                                        h.same_at_all_positions = false;
+                                    }
+                                }
+                                let (status, row) = run_row(stream, &mut d_y, off, len, out, || {
+                                    lt_matmul(env, &prob, &choice.algo, &ptrs)
+                                })?;
+                                note_reference(st, m, row.as_deref());
+                                rows.push(store.entry(case, shape, Variant::Heuristic, m, pos, status, row.as_deref()));
+                            }
+                            Err(e) => {
+                                if pi == 0 {
+                                    st.run.heuristic.push(HeuristicPick {
+                                        m,
+                                        status: e.clone(),
+                                        config: None,
+                                        workspace_bytes: None,
+                                        waves_count: None,
+                                        same_at_all_positions: true,
+                                    });
+                                }
+                                rows.push(store.entry(
+                                    case,
+                                    shape,
+                                    Variant::Heuristic,
+                                    m,
+                                    pos,
+                                    RowStatus::Unsupported(e),
+                                    None,
+                                ));
+                            }
+                        }
+                        // The pinned algorithm, or a refusal: never another one.
+                        let (status, row) = match &mut st.pin {
+                            None => (
+                                RowStatus::Refused(format!(
+                                    "no pinned algorithm: {}",
+                                    st.run.pin_error.as_deref().unwrap_or("?")
+                                )),
+                                None,
+                            ),
+                            Some(pin) => {
+                                let check = check_pin(env.lt, &prob, &pin.algo);
+                                if pi == 0 {
+                                    pin.report.checks.push(PinCheck {
+                                        m,
+                                        status: check.as_ref().map(|_| "ok".to_string()).unwrap_or_else(|e| e.clone()),
+                                        workspace_bytes: check.as_ref().ok().map(|c| c.0 as u64),
+                                        waves_count: check.as_ref().ok().map(|c| c.1),
+                                    });
+                                }
+                                match check {
+                                    Ok(_) => {
+                                        let algo = pin.algo;
+                                        run_row(stream, &mut d_y, off, len, out, || {
+                                            lt_matmul(env, &prob, &algo, &ptrs)
+                                        })?
+                                    }
+                                    Err(e) => (RowStatus::Refused(e), None),
+                                }
+                            }
+                        };
+                        note_reference(st, m, row.as_deref());
+                        rows.push(store.entry(case, shape, Variant::Pinned, m, pos, status, row.as_deref()));
+                    }
+                }
+            }
+            stream
+                .memcpy_htod(&x_host[xr.clone()], &mut d_x.slice_mut(xr))
+                .map_err(driver_err("restore neighbour row"))?;
+        }
+
+        if opts.timing_m.contains(&m) {
+            let d_xs = if family == Dtype::E4m3 {
+                Some(upload(
+                    stream,
+                    &vec128_layout(&n_scales, m, shape),
+                    "upload activation scales",
+                )?)
+            } else {
+                None
+            };
+            for st in states.iter_mut() {
+                let case = st.run.case;
+                let (sa, sb) = scale_ptrs(case, d_xs.as_ref());
+                let ptrs = Ptrs {
+                    x: x_ptr,
+                    y: y_ptr,
+                    scale_a: sa,
+                    scale_b: sb,
+                    ..base
+                };
+                let timed = match case.api() {
+                    Api::Cublas => {
+                        let mut h = || classic(env, case, shape, m, &ptrs);
+                        soft(time_pair(timer, stream, opts, m, Some(&mut h), None, None))?
+                    }
+                    Api::CublasLt => {
+                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
+                            Ok(p) => p,
+                            Err(e) => {
+                                st.run.timings.push(untimed(m, format!("descriptors: {e}")));
+                                continue;
+                            }
+                        };
+                        let choice = heuristic(env.lt, &prob, pref);
+                        let pinned = st
+                            .pin
+                            .as_ref()
+                            .map(|p| p.algo)
+                            .filter(|a| check_pin(env.lt, &prob, a).is_ok());
+                        let mut note = Vec::new();
+                        if let Err(e) = &choice {
+                            note.push(format!("heuristic: {e}"));
+                        }
+                        if pinned.is_none() {
+                            note.push("pinned: refused or none".to_string());
+                        }
+                        let pr = &prob;
+                        let mut hc = choice.as_ref().ok().map(|c| move || lt_matmul(env, pr, &c.algo, &ptrs));
+                        let mut pc = pinned.map(|a| move || lt_matmul(env, pr, &a, &ptrs));
+                        soft(time_pair(
+                            timer,
+                            stream,
+                            opts,
+                            m,
+                            hc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
+                            pc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
+                            (!note.is_empty()).then(|| note.join("; ")),
+                        ))?
+                    }
+                };
+                st.run
+                    .timings
+                    .push(timed.unwrap_or_else(|e| untimed(m, format!("timing failed: {e}"))));
+            }
+        }
+        gpu.sync()?;
+    }
+
+    for st in states {
+        let mut run = st.run;
+        run.pin = st.pin.map(|p| p.report);
+        runs.push(run);
+    }
+    Ok(())
+}
+
+/// Every anchor row that ran is compared with the f64 reference; the worst
+/// comparison is kept (so a scale layout that is wrong only at some M
+/// still shows).
+fn note_reference(st: &mut CaseState, m: usize, row: Option<&[u8]>) {
+    if let Some(r) = row {
+        let c = check_reference(st.run.case, m, r, &st.reference);
+        if st.run.reference_check.as_ref().is_none_or(|w| c.rel > w.rel) {
+            st.run.reference_check = Some(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_rows_are_failed() {
+        let ok = [0u8, 0, 128, 63, 0xFF, 0xFF, 0xFF, 0x7F];
+        assert_eq!(row_status(&ok, Dtype::F32), RowStatus::Ok);
+        let left = [0u8, 0, 0xFF, 0xFF];
+        assert!(matches!(row_status(&left, Dtype::Bf16), RowStatus::Failed(_)));
+        assert_eq!(row_status(&left, Dtype::F32), RowStatus::Ok);
+    }
+
+    #[test]
+    fn math_modes() {
+        assert_eq!(math_mode_name(0), "CUBLAS_DEFAULT_MATH (0)");
+        assert!(math_mode_name(16 | 3).contains("TF32") && math_mode_name(19).contains("DISALLOW"));
+    }
+}
