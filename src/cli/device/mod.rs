@@ -2,6 +2,7 @@
 //! CPU replay of their captures (always available).
 
 mod casts;
+mod collective;
 mod conform;
 mod probe;
 mod replay;
@@ -23,6 +24,9 @@ pub enum DeviceCommand {
     /// Vendor GEMMs (cuBLAS, cuBLASLt): anchor-row batch-invariance table
     /// and a pinned cuBLASLt algorithm.
     Vendor(vendor::VendorArgs),
+    /// Fused comm+matmul ops on several GPUs through NCCL (feature `nccl`)
+    /// vs the CPU op models.
+    Collective(collective::CollectiveArgs),
     /// Replay committed captures on the CPU (no GPU needed).
     Replay(replay::ReplayArgs),
 }
@@ -44,6 +48,7 @@ pub fn run(cmd: DeviceCommand) -> Result<()> {
         DeviceCommand::Probe(a) => probe::run(a),
         DeviceCommand::Casts(a) => casts::run(a),
         DeviceCommand::Vendor(a) => vendor::run(a),
+        DeviceCommand::Collective(a) => collective::run(a),
         DeviceCommand::Replay(a) => replay::run(a),
     }
 }

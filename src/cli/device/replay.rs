@@ -57,6 +57,40 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                     r.row_mismatches.len()
                 )
             }
+            "casts" => {
+                use crate::device::casts::{replay, ChunkSelection};
+                let r = replay(&cap, if a.full { ChunkSelection::All } else { ChunkSelection::Boundary })?;
+                let unexplained = r.unexplained();
+                bad += unexplained.len();
+                let names: Vec<&str> = unexplained.iter().map(|c| c.name.as_str()).collect();
+                format!(
+                    "{} conversions replayed, {} differing chunks/records, unexplained: {}",
+                    r.conversions.len(),
+                    r.mismatches(),
+                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                )
+            }
+            "vendor" => {
+                let r = crate::device::vendor::replay(&cap)?;
+                bad += r.mismatches.len();
+                format!(
+                    "{} tables and {} anchor rows consistent with the stored bytes{} (no CPU model of cuBLAS yet)",
+                    r.tables_checked,
+                    r.rows_checked,
+                    if r.consistent() { "" } else { " -- INCONSISTENT" }
+                )
+            }
+            "collective" => {
+                let r = crate::device::collective::replay(&cap)?;
+                bad += r.row_mismatches.len() + r.verdict_mismatches.len();
+                format!(
+                    "{} cases, {} rank rows replayed, {} rows and {} verdicts differ from the GPU",
+                    r.cases,
+                    r.rows_checked,
+                    r.row_mismatches.len(),
+                    r.verdict_mismatches.len()
+                )
+            }
             other => format!("suite `{other}`: integrity verified (no CPU replay for this suite)"),
         };
         println!("{}: {line}", dir.display());
