@@ -10,6 +10,7 @@
 //! replays the committed captures without a GPU.
 
 pub mod capture;
+pub mod probe;
 
 #[cfg(feature = "cuda")]
 pub mod gpu;
