@@ -8,7 +8,8 @@
 # exact command, GPU, driver and library versions, plus data files) and
 # OUTDIR/logs/<suite>.log. Copy OUTDIR/captures/* to reference/captures/ to
 # commit them; `cargo test --release` replays them on the CPU.
-# Expected wall time on one H200 with 16 CPU cores: under 10 minutes.
+# Expected wall time on one H200 with 16 CPU cores: under 10 minutes. With two
+# GPUs it also runs the NCCL suite (`mxbi device collective`, feature nccl).
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR [--quick]}
 quick=${2:-}
@@ -35,4 +36,18 @@ run conform --out "$out/captures" "${q[@]}"
 run probe --out "$out/captures" "${q[@]}"
 run casts --out "$out/captures" "${q[@]}"
 run vendor --out "$out/captures" "${q[@]}"
+# two or more GPUs: fused comm+matmul ops through NCCL (NVLink multicast stays off)
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${ngpu:-0}" -ge 2 ]; then
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  if ! ldconfig -p | grep -q 'libnccl.so '; then
+    # cudarc loads libnccl.so; the image has the pip wheel's libnccl.so.2
+    lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+    mkdir -p /tmp/mxbi-nccl && ln -sf "$lib/libnccl.so.2" /tmp/mxbi-nccl/libnccl.so
+    export LD_LIBRARY_PATH=/tmp/mxbi-nccl:$lib:$LD_LIBRARY_PATH
+  fi
+  run collective --out "$out/captures" --world 2
+else
+  echo "== collective: skipped ($ngpu GPU; needs 2)" | tee -a "$out/logs/summary.txt"
+fi
 exit $status

@@ -59,7 +59,11 @@ pub fn default_cases(world: usize) -> Vec<CollectiveCase> {
     };
     let mut cases = Vec::new();
     let paths = [
-        ("fma", json!({"order": "fma;scale=dequant", "scale_point": "dequant"}), json!({"order": "fma;scale=dequant", "scale_point": "requant:e4m3"})),
+        (
+            "fma",
+            json!({"order": "fma;scale=dequant", "scale_point": "dequant"}),
+            json!({"order": "fma;scale=dequant", "scale_point": "requant:e4m3"}),
+        ),
         (
             "wgmma-promote",
             json!({"order": "hopper-fp8-wgmma;promote=32;scale=block", "scale_point": "block"}),
@@ -75,7 +79,10 @@ pub fn default_cases(world: usize) -> Vec<CollectiveCase> {
             };
             cases.push(CollectiveCase {
                 name: format!("agmm-v2-prefix/{pname}/{tag}"),
-                spec: with(json!({"preset": "agmm-v2-prefix"}), json!({"local": local, "gather": gather})),
+                spec: with(
+                    json!({"preset": "agmm-v2-prefix"}),
+                    json!({"local": local, "gather": gather}),
+                ),
                 seed: 7,
                 x2_scales: x2,
             });
@@ -105,7 +112,10 @@ pub fn cross_rank_differences(per_rank: &[Vec<f32>], n: usize) -> Vec<usize> {
         .filter(|&g| {
             let first = &per_rank[0][g * n..(g + 1) * n];
             per_rank[1..].iter().any(|r| {
-                r[g * n..(g + 1) * n].iter().zip(first).any(|(a, b)| a.to_bits() != b.to_bits())
+                r[g * n..(g + 1) * n]
+                    .iter()
+                    .zip(first)
+                    .any(|(a, b)| a.to_bits() != b.to_bits())
             })
         })
         .collect()
@@ -285,7 +295,11 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         let order = path.order.parse().map_err(|e| DeviceError::Refused(format!("{e}")))?;
         match path.scale_point {
             ScalePoint::Dequant | ScalePoint::Block | ScalePoint::Requant(Format::E4M3) => {}
-            sp => return Err(DeviceError::Refused(format!("scale point `{sp}` has no Hopper kernel here"))),
+            sp => {
+                return Err(DeviceError::Refused(format!(
+                    "scale point `{sp}` has no Hopper kernel here"
+                )))
+            }
         }
         GpuPlan::new(&order, Some(false), Backend16::MmaSync).map_err(DeviceError::Refused)
     }
@@ -301,17 +315,32 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         let (ni, ki) = (n as i32, k as i32);
         let mut lb = st.launch_builder(&f);
         lb.arg(&dc).arg(&ds).arg(&mut oc).arg(&mut os).arg(&ni).arg(&ki);
-        let cfg = LaunchConfig { grid_dim: (n.div_ceil(64) as u32, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(64) as u32, 1, 1),
+            block_dim: (64, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: argument list matches `requant_e4m3`; buffers are N*K and N*K/32 bytes.
         unsafe { lb.launch(cfg) }.map_err(driver_err("launch requant"))?;
         gpu.sync()?;
-        Ok((st.clone_dtoh(&oc).map_err(driver_err("download"))?, st.clone_dtoh(&os).map_err(driver_err("download"))?))
+        Ok((
+            st.clone_dtoh(&oc).map_err(driver_err("download"))?,
+            st.clone_dtoh(&os).map_err(driver_err("download"))?,
+        ))
     }
 
-    fn agmm(ranks: &Ranks, caches: &mut [KernelCache], spec: &AgmmSpec, inputs: &Inputs) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
+    fn agmm(
+        ranks: &Ranks,
+        caches: &mut [KernelCache],
+        spec: &AgmmSpec,
+        inputs: &Inputs,
+    ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
         let ws = spec.world_size;
         if ws != ranks.world() {
-            return Err(DeviceError::Refused(format!("spec world size {ws}, {} GPUs open", ranks.world())));
+            return Err(DeviceError::Refused(format!(
+                "spec world size {ws}, {} GPUs open",
+                ranks.world()
+            )));
         }
         let (mpr, k, n, kb) = (spec.m_per_rank, spec.k, spec.n, spec.k / 32);
         let get = |name: &str| -> Result<Vec<u8>> {
@@ -330,7 +359,9 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         if g_codes.iter().all(|g| *g == c1) && g_scales.iter().all(|g| *g == s1) {
             notes.push("NCCL all-gather delivered x1 byte-identical to every rank".into());
         } else {
-            return Err(DeviceError::Refused("NCCL all-gather returned bytes different from the shards".into()));
+            return Err(DeviceError::Refused(
+                "NCCL all-gather returned bytes different from the shards".into(),
+            ));
         }
         let (bt, sbt) = x2_nk(spec, &c2, &s2);
         let local = plan_for(&spec.local)?;
@@ -341,16 +372,17 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
             let mut out = vec![0f32; ws * mpr * n];
             // the GATHER path's x2 operand on this rank
             let gather_x2 = match (&spec.gather, &gather) {
-                (Some(p), Some(_)) if matches!(p.scale_point, ScalePoint::Requant(_)) => Some(requant(gpu, &source_requant(), n, k, &bt, &sbt)?),
+                (Some(p), Some(_)) if matches!(p.scale_point, ScalePoint::Requant(_)) => {
+                    Some(requant(gpu, &source_requant(), n, k, &bt, &sbt)?)
+                }
                 (Some(_), Some(_)) => Some((bt.clone(), sbt.clone())),
                 _ => None,
             };
             for shard in 0..ws {
                 let rows = shard * mpr..(shard + 1) * mpr;
-                let (plan, (b, sb)) = if shard == r || gather.is_none() {
-                    (&local, (bt.clone(), sbt.clone()))
-                } else {
-                    (gather.as_ref().unwrap(), gather_x2.clone().unwrap())
+                let (plan, (b, sb)) = match (&gather, &gather_x2) {
+                    (Some(g), Some(x2)) if shard != r => (g, x2.clone()),
+                    _ => (&local, (bt.clone(), sbt.clone())),
                 };
                 let ops = GemmOperands {
                     a: g_codes[r][rows.start * k..rows.end * k].to_vec(),
@@ -379,10 +411,18 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
             .map(|v| v.concat())
     }
 
-    fn mmar(ranks: &Ranks, caches: &mut [KernelCache], spec: &ReduceSpec, inputs: &Inputs) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
+    fn mmar(
+        ranks: &Ranks,
+        caches: &mut [KernelCache],
+        spec: &ReduceSpec,
+        inputs: &Inputs,
+    ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
         let ws = spec.world_size;
         if ws != ranks.world() {
-            return Err(DeviceError::Refused(format!("spec world size {ws}, {} GPUs open", ranks.world())));
+            return Err(DeviceError::Refused(format!(
+                "spec world size {ws}, {} GPUs open",
+                ranks.world()
+            )));
         }
         let (m, k, n) = (spec.m, spec.k, spec.n);
         let ks = k / ws;
@@ -397,16 +437,28 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         let plan = GpuPlan::new(&order, None, Backend16::MmaSync).map_err(DeviceError::Refused)?;
         let mut partials = Vec::new();
         for r in 0..ws {
-            let a: Vec<f32> = (0..m).flat_map(|i| x1[i * k + r * ks..i * k + (r + 1) * ks].to_vec()).collect();
-            let bt: Vec<f32> = (0..n).flat_map(|j| (0..ks).map(move |kk| (j, kk))).map(|(j, kk)| x2[(r * ks + kk) * n + j]).collect();
+            let a: Vec<f32> = (0..m)
+                .flat_map(|i| x1[i * k + r * ks..i * k + (r + 1) * ks].to_vec())
+                .collect();
+            let bt: Vec<f32> = (0..n)
+                .flat_map(|j| (0..ks).map(move |kk| (j, kk)))
+                .map(|(j, kk)| x2[(r * ks + kk) * n + j])
+                .collect();
             let to_bytes = |v: &[f32]| -> Result<Vec<u8>> {
                 match plan.elem_bytes() {
                     4 => Ok(v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()),
                     2 => bf16_bits(v),
-                    _ => Err(DeviceError::Refused("fp8 partial orders are not wired for MatmulAllReduce".into())),
+                    _ => Err(DeviceError::Refused(
+                        "fp8 partial orders are not wired for MatmulAllReduce".into(),
+                    )),
                 }
             };
-            let ops = GemmOperands { a: to_bytes(&a)?, bt: to_bytes(&bt)?, sa: vec![], sb: vec![] };
+            let ops = GemmOperands {
+                a: to_bytes(&a)?,
+                bt: to_bytes(&bt)?,
+                sa: vec![],
+                sb: vec![],
+            };
             let (p, _) = gemm_on_gpu(&ranks.gpus[r], &mut caches[r], &plan, m, n, ks, &ops)?;
             partials.push(p);
         }
@@ -427,9 +479,15 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
             let (gpu_out, notes) = match &spec {
                 OpSpec::AllGatherMatmul(s) => agmm(ranks, &mut caches, s, &inputs)?,
                 OpSpec::MatmulAllReduce(s) => mmar(ranks, &mut caches, s, &inputs)?,
-                _ => return Err(DeviceError::Refused(format!("{}: no two-GPU runner for this op", case.name))),
+                _ => {
+                    return Err(DeviceError::Refused(format!(
+                        "{}: no two-GPU runner for this op",
+                        case.name
+                    )))
+                }
             };
-            let model = run_op(&spec, &inputs).map_err(|e| DeviceError::Refused(format!("{}: model: {e}", case.name)))?;
+            let model =
+                run_op(&spec, &inputs).map_err(|e| DeviceError::Refused(format!("{}: model: {e}", case.name)))?;
             let n = model.per_rank[0].cols;
             let mut mismatches = 0;
             for (g, m) in gpu_out.iter().zip(&model.per_rank) {
@@ -446,7 +504,10 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
                 rows: model.per_rank[0].rows,
                 n,
                 mismatches,
-                gpu_row_digests: gpu_out.iter().map(|o| o.chunks(n).map(|row| format!("{:016x}", row_digest(row))).collect()).collect(),
+                gpu_row_digests: gpu_out
+                    .iter()
+                    .map(|o| o.chunks(n).map(|row| format!("{:016x}", row_digest(row))).collect())
+                    .collect(),
                 gpu_cross_rank_rows: cross_rank_differences(&gpu_out, n),
                 model_cross_rank_rows: cross_rank_differences(&per_model, n),
                 paths: model
@@ -466,7 +527,10 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
             ));
             records.push(rec);
         }
-        Ok(CollectiveReport { records, nccl_version: nccl_version()? })
+        Ok(CollectiveReport {
+            records,
+            nccl_version: nccl_version()?,
+        })
     }
 }
 

@@ -11,13 +11,14 @@
 
 pub mod capture;
 pub mod casts;
-pub mod collective;
 pub mod codegen;
+pub mod collective;
 pub mod conform;
 #[cfg(feature = "cuda")]
 pub mod exec;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+pub mod probe;
 pub mod vendor;
 
 #[cfg(feature = "cuda")]

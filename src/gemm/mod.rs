@@ -10,6 +10,7 @@
 
 pub mod eval;
 pub mod fast;
+pub mod mma_step;
 pub mod step;
 
 use crate::format::{encode_f32, CastPolicy, Format};

@@ -30,7 +30,9 @@ pub fn run(a: CollectiveArgs) -> Result<()> {
     println!("{}", report.table());
     let bad: usize = report.records.iter().map(|r| r.mismatches).sum();
     if bad > 0 {
-        return Err(crate::cli::CliError(format!("{bad} GPU output elements differ from the model")));
+        return Err(crate::cli::CliError(format!(
+            "{bad} GPU output elements differ from the model"
+        )));
     }
     Ok(())
 }

@@ -59,7 +59,14 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             }
             "casts" => {
                 use crate::device::casts::{replay, ChunkSelection};
-                let r = replay(&cap, if a.full { ChunkSelection::All } else { ChunkSelection::Boundary })?;
+                let r = replay(
+                    &cap,
+                    if a.full {
+                        ChunkSelection::All
+                    } else {
+                        ChunkSelection::Boundary
+                    },
+                )?;
                 let unexplained = r.unexplained();
                 bad += unexplained.len();
                 let names: Vec<&str> = unexplained.iter().map(|c| c.name.as_str()).collect();
@@ -67,7 +74,23 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                     "{} conversions replayed, {} differing chunks/records, unexplained: {}",
                     r.conversions.len(),
                     r.mismatches(),
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )
+            }
+            "probe" => {
+                let r = crate::device::probe::replay(&cap)?;
+                if !r.ok() {
+                    bad += 1;
+                }
+                format!(
+                    "{} probes replayed, {} recorded mismatches{}",
+                    r.lines.len(),
+                    r.mismatches(),
+                    if r.ok() { "" } else { " -- replay FAILED" }
                 )
             }
             "vendor" => {
