@@ -467,8 +467,13 @@ def fused_sum(prods, c_bits, F, O, emin_in):
         na, ma, sa, ea = decompose(a, emin_in)
         nb, mb, sb, eb = decompose(b, emin_in)
         terms.append((na ^ nb, ma * mb, sa + sb, ea + eb + xs))
+    # zero products (padding included) take no part in the alignment; C
+    # (the first operand of the instruction) always does, a zero C at -126
+    terms = [t for t in terms if t[1] != 0]
     if vc is not None:
         terms.append(decompose(vc, -126))
+    if not terms:
+        return 0
     M = max(t[3] for t in terms)
     S = 0
     for neg, smag, sexp, e in terms:
@@ -477,6 +482,8 @@ def fused_sum(prods, c_bits, F, O, emin_in):
         S += -t if neg else t
     if S == 0:
         return 0
+    if abs(S).bit_length() - 1 + M - F >= 128:
+        return f32_encode(('i', S < 0))  # no saturation: 2^128 or more is Inf
     r = round_dyadic(S < 0, abs(S), M - F, O + 1, -126, 127, 'RZ')
     return f32_encode(r)
 

@@ -117,10 +117,17 @@ def test_fused_sum_details():
     assert val(s) == 1 - P2(-24)
     s = E.fused_sum([(bf(ONE), bf(ONE), 0, False), (bf(fq(-3 * P2(-27))), bf(ONE), 0, False)], 0, 25, 23, -126)
     assert val(s) == 1  # t = -floor(0.75) = 0
-    # RZ saturation: 2 * (1.5*2^127 * 2) -> largest finite
+    # no saturation (H200): 2 * (1.5*2^127 * 2) -> Inf, with its sign
     big = fq(Q(3, 2) * P2(127))
-    assert g1('mma(k=16,f=25,in=f32)', [big, big], [b(2.0), b(2.0)]) == 0x7F7FFFFF
-    assert val(g1('mma(k=16,f=25,out=13,in=f32)', [big, big], [b(-2.0), b(-2.0)])) == -(2 - P2(-13)) * P2(127)
+    assert g1('mma(k=16,f=25,in=f32)', [big, big], [b(2.0), b(2.0)]) == 0x7F800000
+    assert g1('mma(k=16,f=25,out=13,in=f32)', [big, big], [b(-2.0), b(-2.0)]) == 0xFF800000
+    # zero products take no part in the alignment (H200, f16): with C = 2^-3
+    # (M = -3) the product 2^-13 * (1 + 2^-10) 2^-13 keeps its 2^-26 bit,
+    # although 0 * 2^15 has the nominal exponent -14 + 15 = 1 (M = 1 would
+    # truncate it away)
+    s = E.fused_sum([(bf(fq(P2(-13))), bf(fq((1 + P2(-10)) * P2(-13))), 0, False), (bf(0), bf(fq(P2(15))), 0, False)],
+                    b(0.125), 25, 23, -14)
+    assert val(s) == Q(1, 8) + P2(-26)
     # nominal exponent of an f16 subnormal (emin -14) decides the alignment M:
     # 2^-20 * 2^15 has e = -14 + 15 = 1 although its value is 2^-5, so the
     # other product's 2^-28 bit (below 2^(1-25)) is truncated.
@@ -372,6 +379,7 @@ def _frac_fused(prods, c, F, O, emin_in):
         sa, ea = dec(a, emin_in)
         sb, eb = dec(bb, emin_in)
         terms.append((sa * sb, ea + eb + xs))
+    terms = [t for t in terms if t[0] != 0]  # zero products take no part in M
     terms.append(dec(c, -126))
     M = max(e for _, e in terms)
     S = 0
@@ -388,9 +396,10 @@ def _frac_fused(prods, c, F, O, emin_in):
         e += 1
     while ax < P2(e):
         e -= 1
+    if e >= 128:
+        return 'inf' if x > 0 else '-inf'
     q = P2(max(e, -126) - O)
     r = (ax / q).numerator // (ax / q).denominator * q
-    r = min(r, (2 - P2(-O)) * P2(127))
     return r if x > 0 else -r
 
 

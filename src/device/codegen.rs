@@ -371,7 +371,8 @@ __device__ __forceinline__ float elem_value(u8 c, bool e5m2) {
         if (e5m2 && ((c >> 2) & 31) == 31 && (c & 3) == 0) return __uint_as_float((c >> 7) ? 0xff800000u : 0x7f800000u);
         return __uint_as_float(0x7fffffffu);
     }
-    return __fmul_rn((float)m, pow2f(q));  // exact
+    float mag = __fmul_rn((float)abs(m), pow2f(q));  // exact
+    return (c >> 7) ? -mag : mag;  // the sign from the code: -0 stays -0
 }
 
 // MX dequantised element: code * 2^(scale-127) as f32 (exact but for overflow); 0xFF scale -> NaN

@@ -218,9 +218,10 @@ pub fn product(a: Decomposed, b: Decomposed, extra: i32) -> Decomposed {
 /// The canonical NaN of a fused sum.
 pub const FUSED_NAN: u32 = 0x7FFF_FFFF;
 
-/// One tensor-core fused sum: terms aligned to the largest nominal exponent
-/// M, each truncated toward zero to `f` fraction bits below 2^M, summed
-/// exactly, the sum rounded toward zero to `out` fraction bits.
+/// One tensor-core fused sum over `terms` = [C, products...]: terms aligned
+/// to the largest nominal exponent M of C and the nonzero products, each truncated toward zero to `f` fraction bits
+/// below 2^M, summed exactly, the sum rounded toward zero to `out` fraction
+/// bits; a sum of magnitude 2^128 or more is Inf.
 pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     let (mut pinf, mut ninf) = (false, false);
     for t in terms {
@@ -237,11 +238,16 @@ pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     if pinf || ninf {
         return if ninf { f32::NEG_INFINITY } else { f32::INFINITY };
     }
-    let fin = terms.iter().filter_map(|t| match t {
-        Decomposed::Finite(t) => Some(*t),
+    // `terms[0]` is C and always takes part in the alignment (a zero C at
+    // its nominal exponent); zero products (padding included) do not
+    // (measured on an H200).
+    let fin = terms.iter().enumerate().filter_map(|(i, t)| match t {
+        Decomposed::Finite(t) if i == 0 || t.sig != 0 => Some(*t),
         _ => None,
     });
-    let m = fin.clone().map(|t| t.e).max().unwrap_or(-126);
+    let Some(m) = fin.clone().map(|t| t.e).max() else {
+        return 0.0;
+    };
     let mut s: i128 = 0;
     for t in fin {
         let sh = f as i64 + t.e as i64 - m as i64 - t.frac as i64;
@@ -256,6 +262,12 @@ pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     }
     if s == 0 {
         return 0.0; // an integer adder has no -0
+    }
+    // A sum of 2^128 or more is Inf, not the largest finite value
+    // (measured: the hardware does not saturate).
+    let lead = 127 - s.unsigned_abs().leading_zeros() as i32 + m - f as i32;
+    if lead >= 128 {
+        return if s < 0 { f32::NEG_INFINITY } else { f32::INFINITY };
     }
     round_exact(
         Exact {
@@ -337,9 +349,36 @@ mod tests {
         let t = [d(0.0), product(d(1.0), d(1.0 + 2f32.powi(-20)), 0)];
         assert_eq!(fused_sum(&t, 25, 13), 1.0);
         assert_eq!(fused_sum(&t, 25, 23), 1.0 + 2f32.powi(-20));
-        // overflow under RZ saturates at the largest finite value
+        // a sum of 2^128 or more is Inf (H200: no saturation), with its sign
         let big = f32::MAX;
         let t = [d(big), product(d(big), d(1.0), 0)];
-        assert_eq!(fused_sum(&t, 25, 23), f32::MAX);
+        assert_eq!(fused_sum(&t, 25, 23), f32::INFINITY);
+        let t = [d(-big), product(d(big), d(-1.0), 0)];
+        assert_eq!(fused_sum(&t, 25, 23), f32::NEG_INFINITY);
+        // just below 2^128 stays finite (truncated)
+        let t = [d(big), product(d(0.0), d(1.0), 0)];
+        assert_eq!(fused_sum(&t, 25, 13), f32::from_bits(0x7F7F_FC00));
+    }
+
+    #[test]
+    fn zero_products_take_no_part_in_the_alignment() {
+        // f16 inputs (emin -14): C = 2^-3 (M = -3); the product
+        // 2^-13 * (1 + 2^-10) 2^-13 keeps its 2^-26 bit; a zero product
+        // 0 * 2^15 carries the nominal exponent -14 + 15 = 1 and, if it took
+        // part, would truncate that bit away (H200: it does not).
+        let d16 = |x: f32| decompose(x, -14);
+        let t = [
+            decompose(0.125, -126),
+            product(d16(2f32.powi(-13)), d16((1.0 + 2f32.powi(-10)) * 2f32.powi(-13)), 0),
+            product(d16(0.0), d16(2f32.powi(15)), 0),
+        ];
+        assert_eq!(fused_sum(&t, 25, 23), 0.125 + 2f32.powi(-26));
+        // a zero C does take part (at -126): eight products of 2^-152 are
+        // truncated away (0), where alignment at -152 would give 2^-149
+        let p = product(d(2f32.powi(-76)), d(2f32.powi(-76)), 0);
+        let mut t = vec![d(0.0)];
+        t.extend([p; 8]);
+        assert_eq!(fused_sum(&t, 25, 23).to_bits(), 0);
+        assert_eq!(fused_sum(&t[1..], 25, 23), f32::from_bits(1), "without C, M = -152");
     }
 }

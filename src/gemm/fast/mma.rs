@@ -30,7 +30,12 @@ fn frac_bits(t: InType) -> u32 {
     }
 }
 
-/// `x = X * 2^(e - fi)`; None if x is not a multiple of the in-type's
+/// The exponent carried by zero inputs: far below any real term, so a zero
+/// product never sets the alignment exponent M, and the shifts it causes
+/// saturate to a zero term.
+const ZERO_E: i32 = -2000;
+
+/// `x = X * 2^(e - fi)` (zeros: `(0, ZERO_E)`); None if x is not a multiple of the in-type's
 /// quantum at its exponent (not representable) or not finite.
 #[inline(always)]
 fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
@@ -41,7 +46,7 @@ fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
         return None;
     }
     if field == 0 && mant == 0 {
-        return Some((0, emin));
+        return Some((0, ZERO_E));
     }
     let (sig, ex) = if field == 0 {
         (mant, -126)
@@ -129,7 +134,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
     }
     // decompose A rows
     let mut xa = vec![0i64; rows.len() * (k + 1)];
-    let mut ea = vec![emin; rows.len() * (k + 1)];
+    let mut ea = vec![ZERO_E; rows.len() * (k + 1)];
     let mut sa = vec![0u16; rows.len() * (k + 1)];
     let mut bad_rows = vec![false; rows.len()];
     let ok_a = xa
@@ -164,7 +169,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
         .enumerate()
         .all(|(panel, ((dst, sg), bad))| {
             for row in dst.chunks_mut(32) {
-                row[16..].fill(emin);
+                row[16..].fill(ZERO_E);
             }
             for (x, bad) in bad.iter_mut().enumerate().take(16.min(n - panel * 16)) {
                 let j = panel * 16 + x;
@@ -372,7 +377,7 @@ mod x86 {
         let c32 = p.f <= 30;
         let cshl32 = _mm512_set1_epi32(p.f.saturating_sub(23) as i32);
         let cshr = _mm512_set1_epi32(23u32.saturating_sub(p.f) as i32);
-        let sat = _mm512_set1_epi32((0x7F7F_FFFFu32 & !((1u32 << (23 - p.out)) - 1)) as i32);
+        let inf = _mm512_set1_epi32(0x7F80_0000);
         let outsh = _mm512_set1_epi32(23 - p.out as i32);
         for j in (t.c0..t.c1).step_by(16) {
             let bp = d.b.as_ptr().add(d.b_at(k, 0, j));
@@ -477,7 +482,7 @@ mod x86 {
                     _mm512_slli_epi32(_mm512_add_epi32(qe, _mm512_set1_epi32(126)), 23),
                     _mm512_sllv_epi32(bits, outsh),
                 );
-                bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), sat);
+                bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), inf);
                 bits = _mm512_mask_mov_epi32(bits, zm, zero);
                 bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
                 let op = o[lr + j - t.c0..][..16].as_mut_ptr();
@@ -497,7 +502,8 @@ mod x86 {
     }
 }
 
-/// C's decomposition with emin -126: `C = Xc * 2^(ec - 23)`.
+/// C's decomposition with emin -126: `C = Xc * 2^(ec - 23)` (a zero C takes
+/// part in M at -126).
 #[inline(always)]
 fn split_c(x: f32) -> (u64, i32) {
     let b = x.to_bits();
@@ -591,6 +597,9 @@ fn finish(sp: i64, m: i32, c: f32, p: Params) -> f32 {
     let s = sp + c_term(c, m, p.f);
     if s == 0 {
         return 0.0; // an integer adder has no -0
+    }
+    if 63 - s.unsigned_abs().leading_zeros() as i32 + m - p.f as i32 >= 128 {
+        return if s < 0 { f32::NEG_INFINITY } else { f32::INFINITY };
     }
     rz(s < 0, s.unsigned_abs(), m - p.f as i32, p.out)
 }
