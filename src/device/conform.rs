@@ -29,6 +29,9 @@ pub enum InputClass {
     /// The second half of K repeats the first with B negated: exact
     /// cancellation whose result depends on the order.
     Cancel,
+    /// Wide, but half of the entries are zero (+0 or -0): zero products
+    /// must take no part in a tensor-core step's alignment.
+    Sparse,
     /// Wide, plus special entries (±0, ±Inf, NaN, extremes; one per 4K
     /// entries, so most outputs stay finite) and,
     /// for MX, extreme and NaN scales.
@@ -212,6 +215,17 @@ impl ConformCase {
                     }
                     // about one special per row of 4K entries: most dot products stay finite
                     let special = self.class == InputClass::Specials && r.chance(1, 4 * k as u64);
+                    if self.class == InputClass::Sparse && r.chance(1, 2) {
+                        let neg = r.chance(1, 2);
+                        if let Some(f) = self.elem.format() {
+                            let sign_bit = if f.bits() == 16 { 0x8000 } else { 0x80 };
+                            codes[idx] = if neg { sign_bit } else { 0 };
+                            vals[idx] = f.decode_f32(codes[idx]);
+                        } else {
+                            vals[idx] = if neg { -0.0 } else { 0.0 };
+                        }
+                        continue;
+                    }
                     if let Some(f) = self.elem.format() {
                         let c = if special {
                             special_code(&mut r, self.elem)
@@ -564,7 +578,7 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
         |r: &mut SplitMix64, order: String, elem: Elem, mx: bool, backend16: Backend16, class: Option<InputClass>| {
             for _attempt in 0..20 {
                 let (m, n, k) = shape(r, mx, opts.max_terms);
-                let class = class.unwrap_or(classes[r.below(4) as usize]);
+                let class = class.unwrap_or(classes[r.below(classes.len() as u64) as usize]);
                 let canonical = match order.parse::<Order>() {
                     Ok(o) => o.to_string(),
                     Err(_) => return false,
@@ -589,7 +603,7 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
             false
         };
     for (i, (o, e, mx, b)) in fixed_orders().into_iter().enumerate() {
-        push(&mut r, o.to_string(), e, mx, b, Some(classes[i % 4]));
+        push(&mut r, o.to_string(), e, mx, b, Some(classes[i % classes.len()]));
     }
     let mut attempts = 0;
     let mut added = 0;

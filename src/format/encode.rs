@@ -206,7 +206,12 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
             return Ok(sign_of(negative) | inf);
         }
         if mf.has_nan() {
-            return Ok(nan_code(negative, 0));
+            let c = nan_code(negative, 0);
+            return Ok(if p.signed_overflow_nan {
+                c | sign_of(negative)
+            } else {
+                c
+            });
         }
         Err(CastError::Overflow {
             format,

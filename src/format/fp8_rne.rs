@@ -49,7 +49,7 @@ impl Fp8Rne {
             (Overflow::Saturate, _) => (mf.max_mag() as u32, true),
             (Overflow::NonFinite, Some(inf)) => (inf as u32, true),
             // no Inf: the NaN code, as the exact encoder writes it
-            (Overflow::NonFinite, None) => (nan_code, nan_signed),
+            (Overflow::NonFinite, None) => (nan_code, nan_signed || p.signed_overflow_nan),
         };
         Some(Fp8Rne {
             mb,

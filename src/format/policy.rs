@@ -88,6 +88,11 @@ pub struct CastPolicy {
     pub nan: NanPolicy,
     /// NaN input for formats with NaN.
     pub nan_out: NanOut,
+    /// Formats without Inf under `Overflow::NonFinite`: the NaN an overflow
+    /// produces carries the sign of the input (NVIDIA's non-saturating
+    /// E4M3: -500 -> 0xFF while a NaN input -> 0x7F).
+    #[serde(default)]
+    pub signed_overflow_nan: bool,
     /// E8M0 only: the conversion rule.
     pub e8m0_rule: E8m0Rule,
     /// E8M0 only: what +-0 becomes.
@@ -111,6 +116,7 @@ impl CastPolicy {
             overflow: Overflow::NonFinite,
             nan: NanPolicy::Error,
             nan_out: default_nan_out(format),
+            signed_overflow_nan: false,
             e8m0_rule: E8m0Rule::Value,
             e8m0_zero: E8m0Zero::Nan,
             e8m0_negative: E8m0Negative::Nan,
@@ -231,8 +237,13 @@ impl CastPreset {
                 if format == Format::E8M0 {
                     p.rounding = Rounding::Up;
                 }
+                // Measured on an H200 (CUDA 13.0 headers, all 2^32 inputs,
+                // docs/DEVICE.md): the non-saturating E4M3 conversion gives
+                // an overflow NaN with the input's sign, and the E8M0
+                // conversion (software on sm_90) converts |x|.
+                p.signed_overflow_nan = true;
                 p.e8m0_zero = E8m0Zero::Min;
-                p.e8m0_negative = E8m0Negative::Min;
+                p.e8m0_negative = E8m0Negative::Abs;
             }
             CastPreset::Torch => {
                 p.overflow = match format {
