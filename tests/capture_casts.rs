@@ -122,22 +122,10 @@ fn synthetic_capture_matches_then_planted_mismatch_is_found() {
     // e8m0 is untouched.
     assert_eq!(rep.conversions[1].mismatches(), 0);
 
-    // A recorded mismatch of a conversion with a predicted gap is explained.
-    let mut r8 = report.conversions[1].clone();
-    r8.chunk_mismatches[2] = 1;
-    r8.gpu_sha256[2] = "11".repeat(32);
-    let mut rep8 = report.clone();
-    rep8.conversions = vec![r8];
-    let dir3 = tmp("explained");
-    write(&dir3, &rep8);
-    let rep = replay(&Capture::open(&dir3).unwrap(), ChunkSelection::All).unwrap();
-    let c = &rep.conversions[0];
-    assert_eq!(c.chunks_differing, [0xFF]);
-    assert!(c.chunks_differing_unrecorded.is_empty());
-    assert!(c.known_gap.is_some());
-    assert!(!c.unexplained());
-
-    for d in [dir, dir2, dir3] {
+    // (No conversion carries a predicted gap since the preset was fixed from
+    // the H200 sweep; `ConversionResult::unexplained` is unit-tested with a
+    // synthetic gap in src/device/casts.rs.)
+    for d in [dir, dir2] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
