@@ -572,6 +572,7 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
         InputClass::Tiny,
         InputClass::Cancel,
         InputClass::Specials,
+        InputClass::Sparse,
     ];
     let mut cases = Vec::new();
     let mut push =
