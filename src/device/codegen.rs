@@ -437,11 +437,12 @@ __device__ __forceinline__ float scalar_step(float acc, const Operands& op, int 
         sum += (i64)(ma * mb) << (qa + qb + 18);
     }
     if (nan) return __uint_as_float(0x7fffffffu);
-    if (isnan(acc) || isinf(acc)) return acc;
     double term = ldexp((double)sum, (int)xa + (int)xb - 254 - 18);  // exact
 #if SCALAR_FMA
+    if (isnan(acc) || isinf(acc)) return acc;  // the term is finite: RN(Inf + t) = Inf
     return rn_add_exact((double)acc, term);
 #else
+    // RN(term) may overflow to +-Inf: Inf + (-Inf) must give NaN
     return __fadd_rn(acc, __double2float_rn(term));
 #endif
 #else
