@@ -1178,30 +1178,10 @@ mod gpu_sweep {
     }
 
     /// The distinct `cvt` opcodes of the PTX NVRTC makes of `src` (compiled
-    /// a second time, with the same flags as [`Gpu::compile`], only to list
-    /// them); empty if that compile fails.
+    /// a second time, with the same flags, only to list them); empty if that
+    /// compile fails.
     fn ptx_cvt_opcodes(name: &str, src: &str) -> Vec<String> {
-        use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
-        let mut include_paths: Vec<String> = ["CUDA_HOME", "CUDA_PATH"]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok())
-            .map(|v| format!("{v}/include"))
-            .collect();
-        include_paths.push("/usr/local/cuda/include".into());
-        include_paths.retain(|d| std::path::Path::new(d).is_dir());
-        let opts = CompileOptions {
-            ftz: Some(false),
-            prec_sqrt: Some(true),
-            prec_div: Some(true),
-            fmad: Some(false),
-            use_fast_math: None,
-            include_paths,
-            arch: Some("compute_90"),
-            name: Some(format!("{name}.cu")),
-            options: vec!["--std=c++17".into()],
-            maxrregcount: None,
-        };
-        match compile_ptx_with_opts(src, opts) {
+        match crate::device::gpu::compile_ptx(name, src, crate::device::gpu::Arch::Sm90) {
             Ok(ptx) => cvt_opcodes(&ptx.to_src()),
             Err(_) => Vec::new(),
         }

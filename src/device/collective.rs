@@ -329,19 +329,23 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         ))
     }
 
-    fn agmm(
-        ranks: &Ranks,
-        caches: &mut [KernelCache],
-        spec: &AgmmSpec,
-        inputs: &Inputs,
-    ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
-        let ws = spec.world_size;
+    fn check_world(ws: usize, ranks: &Ranks) -> Result<usize> {
         if ws != ranks.world() {
             return Err(DeviceError::Refused(format!(
                 "spec world size {ws}, {} GPUs open",
                 ranks.world()
             )));
         }
+        Ok(ws)
+    }
+
+    fn agmm(
+        ranks: &Ranks,
+        caches: &mut [KernelCache],
+        spec: &AgmmSpec,
+        inputs: &Inputs,
+    ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
+        let ws = check_world(spec.world_size, ranks)?;
         let (mpr, k, n, kb) = (spec.m_per_rank, spec.k, spec.n, spec.k / 32);
         let get = |name: &str| -> Result<Vec<u8>> {
             match inputs.0.get(name).map(|t| &t.values) {
@@ -417,13 +421,7 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         spec: &ReduceSpec,
         inputs: &Inputs,
     ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
-        let ws = spec.world_size;
-        if ws != ranks.world() {
-            return Err(DeviceError::Refused(format!(
-                "spec world size {ws}, {} GPUs open",
-                ranks.world()
-            )));
-        }
+        let ws = check_world(spec.world_size, ranks)?;
         let (m, k, n) = (spec.m, spec.k, spec.n);
         let ks = k / ws;
         let get = |name: &str| -> Result<Vec<f32>> {

@@ -119,55 +119,46 @@ pub fn gemm_on_gpu(
         let mut dws = s
             .clone_htod(&vec![f32::from_bits(POISON); g * m * n])
             .map_err(driver_err("alloc workspace"))?;
-        match plan.instr {
-            None => {
-                let f = gpu.function(&module, "parts_scalar")?;
-                let total = (g * m * n) as u32;
-                let cfg = LaunchConfig {
-                    grid_dim: (total.div_ceil(128), 1, 1),
+        // both parts kernels take the same arguments; they differ in shape
+        let (name, cfg) = match plan.instr {
+            None => (
+                "parts_scalar",
+                LaunchConfig {
+                    grid_dim: (((g * m * n) as u32).div_ceil(128), 1, 1),
                     block_dim: (128, 1, 1),
                     shared_mem_bytes: 0,
-                };
-                let mut lb = s.launch_builder(&f);
-                lb.arg(&da)
-                    .arg(&db)
-                    .arg(&dsa)
-                    .arg(&dsb)
-                    .arg(&mut dws)
-                    .arg(&mi)
-                    .arg(&ni)
-                    .arg(&ki)
-                    .arg(&nti)
-                    .arg(&gi);
-                // SAFETY: argument list matches `parts_scalar`; workspace holds G*M*N floats.
-                unsafe { lb.launch(cfg) }.map_err(driver_err("launch parts_scalar"))?;
-            }
+                },
+            ),
             Some(instr) => {
-                let f = gpu.function(&module, "parts_tc")?;
                 let (threads, rows) = match instr {
                     TcInstr::MmaSync16 | TcInstr::MmaSyncFp8 => (32u32, 16usize),
                     TcInstr::Wgmma16 | TcInstr::WgmmaFp8 => (128u32, 64usize),
                 };
-                let cfg = LaunchConfig {
-                    grid_dim: (n.div_ceil(8) as u32, m.div_ceil(rows) as u32, g as u32),
-                    block_dim: (threads, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let mut lb = s.launch_builder(&f);
-                lb.arg(&da)
-                    .arg(&db)
-                    .arg(&dsa)
-                    .arg(&dsb)
-                    .arg(&mut dws)
-                    .arg(&mi)
-                    .arg(&ni)
-                    .arg(&ki)
-                    .arg(&nti)
-                    .arg(&gi);
-                // SAFETY: argument list matches `parts_tc`; out-of-range rows/columns are masked in the kernel.
-                unsafe { lb.launch(cfg) }.map_err(driver_err("launch parts_tc"))?;
+                (
+                    "parts_tc",
+                    LaunchConfig {
+                        grid_dim: (n.div_ceil(8) as u32, m.div_ceil(rows) as u32, g as u32),
+                        block_dim: (threads, 1, 1),
+                        shared_mem_bytes: 0,
+                    },
+                )
             }
-        }
+        };
+        let f = gpu.function(&module, name)?;
+        let mut lb = s.launch_builder(&f);
+        lb.arg(&da)
+            .arg(&db)
+            .arg(&dsa)
+            .arg(&dsb)
+            .arg(&mut dws)
+            .arg(&mi)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&nti)
+            .arg(&gi);
+        // SAFETY: the argument list matches both parts kernels; the workspace
+        // holds G*M*N floats; out-of-range rows/columns are masked in the kernel.
+        unsafe { lb.launch(cfg) }.map_err(driver_err(name))?;
         let f = gpu.function(&module, "reduce_groups")?;
         let cfg = LaunchConfig {
             grid_dim: ((m * n).div_ceil(128) as u32, 1, 1),

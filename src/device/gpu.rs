@@ -5,7 +5,7 @@
 
 use super::{DeviceError, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -191,28 +191,9 @@ impl Gpu {
         })
     }
 
-    /// Compiles CUDA C++ with NVRTC (`--fmad=false --ftz=false
-    /// --prec-div=true --prec-sqrt=true`, never fast-math) and loads it.
+    /// Compiles CUDA C++ with NVRTC ([`compile_ptx`]) and loads it.
     pub fn compile(&self, name: &str, src: &str, arch: Arch) -> Result<Arc<CudaModule>> {
-        let opts = CompileOptions {
-            ftz: Some(false),
-            prec_sqrt: Some(true),
-            prec_div: Some(true),
-            fmad: Some(false),
-            use_fast_math: None,
-            include_paths: include_dirs(),
-            arch: Some(arch.nvrtc()),
-            name: Some(format!("{name}.cu")),
-            options: vec!["--std=c++17".into()],
-            maxrregcount: None,
-        };
-        let ptx = compile_ptx_with_opts(src, opts).map_err(|e| DeviceError::Compile {
-            name: name.to_string(),
-            log: match e {
-                CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
-                other => format!("{other:?}"),
-            },
-        })?;
+        let ptx = compile_ptx(name, src, arch)?;
         self.ctx.load_module(ptx).map_err(drv)
     }
 
@@ -227,6 +208,31 @@ impl Gpu {
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().map_err(drv)
     }
+}
+
+/// NVRTC compilation to PTX with the flags that keep arithmetic IEEE:
+/// `--fmad=false --ftz=false --prec-div=true --prec-sqrt=true`, never
+/// fast-math; CUDA headers from `include_dirs`.
+pub fn compile_ptx(name: &str, src: &str, arch: Arch) -> Result<Ptx> {
+    let opts = CompileOptions {
+        ftz: Some(false),
+        prec_sqrt: Some(true),
+        prec_div: Some(true),
+        fmad: Some(false),
+        use_fast_math: None,
+        include_paths: include_dirs(),
+        arch: Some(arch.nvrtc()),
+        name: Some(format!("{name}.cu")),
+        options: vec!["--std=c++17".into()],
+        maxrregcount: None,
+    };
+    compile_ptx_with_opts(src, opts).map_err(|e| DeviceError::Compile {
+        name: name.to_string(),
+        log: match e {
+            CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+            other => format!("{other:?}"),
+        },
+    })
 }
 
 /// Maps any cudarc error into a driver error with context.
