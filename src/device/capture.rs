@@ -49,6 +49,16 @@ pub fn digest64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
 }
 
+/// An output's bits with NaN compared as a class: every NaN becomes
+/// 0x7FFFFFFF (the tensor cores' NaN) before digests and comparisons.
+pub fn canonical_bits(x: f32) -> u32 {
+    if x.is_nan() {
+        crate::gemm::step::FUSED_NAN
+    } else {
+        x.to_bits()
+    }
+}
+
 /// SHA-256 of the little-endian bit patterns of f32 values.
 pub fn f32_digest(values: &[f32]) -> String {
     let mut h = Sha256::new();

@@ -573,7 +573,23 @@ pub trait Code: Copy + Eq + Default + Send + Sync + Into<u16> + 'static {
     /// The CPU codes of the inputs with bits `base, base + 1, ...` (one per
     /// element of `out`) under `conv.policy()`, through the library's array
     /// path [`cast_f32_slice`]. Deterministic for any thread count.
-    fn cpu_codes(conv: &Conversion, base: u32, out: &mut [Self]) -> Result<()>;
+    fn cpu_codes(conv: &Conversion, base: u32, out: &mut [Self]) -> Result<()> {
+        check_width::<Self>(conv)?;
+        let p = conv.policy();
+        out.par_chunks_mut(PIECE).enumerate().try_for_each(|(i, o)| {
+            let start = base.wrapping_add((i * PIECE) as u32);
+            cast_f32_slice(
+                &inputs(start, o.len()),
+                Self::codes_mut(o),
+                conv.format,
+                &p,
+                start as u64,
+            )
+            .map_err(cpu_err(conv))
+        })
+    }
+    /// The library's output view of a code slice.
+    fn codes_mut(out: &mut [Self]) -> CodesMut<'_>;
     /// SHA-256 (hex) of the codes in order, each as `size_of::<Self>()`
     /// little-endian bytes.
     fn digest(codes: &[Self]) -> String;
@@ -602,14 +618,8 @@ fn inputs(start: u32, len: usize) -> Vec<f32> {
 }
 
 impl Code for u8 {
-    fn cpu_codes(conv: &Conversion, base: u32, out: &mut [u8]) -> Result<()> {
-        check_width::<u8>(conv)?;
-        let p = conv.policy();
-        out.par_chunks_mut(PIECE).enumerate().try_for_each(|(i, o)| {
-            let start = base.wrapping_add((i * PIECE) as u32);
-            cast_f32_slice(&inputs(start, o.len()), CodesMut::U8(o), conv.format, &p, start as u64)
-                .map_err(cpu_err(conv))
-        })
+    fn codes_mut(out: &mut [u8]) -> CodesMut<'_> {
+        CodesMut::U8(out)
     }
     fn digest(codes: &[u8]) -> String {
         sha256_hex(codes)
@@ -617,14 +627,8 @@ impl Code for u8 {
 }
 
 impl Code for u16 {
-    fn cpu_codes(conv: &Conversion, base: u32, out: &mut [u16]) -> Result<()> {
-        check_width::<u16>(conv)?;
-        let p = conv.policy();
-        out.par_chunks_mut(PIECE).enumerate().try_for_each(|(i, o)| {
-            let start = base.wrapping_add((i * PIECE) as u32);
-            cast_f32_slice(&inputs(start, o.len()), CodesMut::U16(o), conv.format, &p, start as u64)
-                .map_err(cpu_err(conv))
-        })
+    fn codes_mut(out: &mut [u16]) -> CodesMut<'_> {
+        CodesMut::U16(out)
     }
     fn digest(codes: &[u16]) -> String {
         let mut h = Sha256::new();

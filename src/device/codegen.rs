@@ -685,12 +685,8 @@ extern "C" __global__ void parts_tc(const elem_t* A, const elem_t* Bt, const u8*
 #if INSTR == 1 || INSTR == 2
                 u32 b[2];
                 load_b(b, Bt, n0, N, K, g, c0, b1, nt);
-#if INSTR == 2
-                // C enters late: the step is RN(C + fused(products)) on sm_90 (ptxas lowering)
+                // (INSTR 2: ptxas makes the step RN(C + fused(products)), c=late)
                 tc_step(acc, a, b);
-#else
-                tc_step(acc, a, b);
-#endif
 #else
                 fill_b(sbuf, Bt, n0, N, K, g, c0, b1, nt);
                 tc_step_wg(acc, a, sbuf);

@@ -8,7 +8,7 @@
 //! regenerated from those (SplitMix64), so a capture holds only the GPU's
 //! per-row digests and the first mismatching elements.
 
-use super::capture::{digest64, Capture};
+use super::capture::{canonical_bits, digest64, Capture};
 use super::codegen::{Backend16, GpuPlan, TermKind};
 use super::{DeviceError, Result};
 use crate::format::Format;
@@ -367,15 +367,6 @@ pub fn foils(order: &Order) -> Vec<Order> {
     out.into_iter()
         .filter(|o| o.to_string().parse::<Order>().is_ok())
         .collect()
-}
-
-/// NaN as a class: every NaN becomes 0x7FFFFFFF before digests.
-pub fn canonical_bits(x: f32) -> u32 {
-    if x.is_nan() {
-        0x7FFF_FFFF
-    } else {
-        x.to_bits()
-    }
 }
 
 /// Digest of one output row (canonical NaN).
@@ -875,7 +866,6 @@ mod gpu_run {
     use super::*;
     use crate::device::exec::{gemm_on_gpu, operand_bytes, GemmOperands, KernelCache, POISON};
     use crate::device::gpu::Gpu;
-    use rayon::prelude::*;
 
     /// Runs one case on the GPU; returns the output `[M][N]` and GPU ms.
     fn run_case(
@@ -905,11 +895,8 @@ mod gpu_run {
             let gpu_out = run_case(gpu, &mut cache, case, &inputs);
             match gpu_out {
                 Ok((out, ms)) => {
-                    let model = (0..case.m)
-                        .into_par_iter()
-                        .map(|i| case.model(&inputs, Some(&[i])))
-                        .collect::<Result<Vec<_>>>()?
-                        .concat();
+                    // `gemm` prepares the inputs once and spreads rows over threads
+                    let model = case.model(&inputs, None)?;
                     let mut rec = compare(case, &out, &model, POISON, ms);
                     let order = case.parsed_order()?;
                     for foil in foils(&order) {
@@ -917,12 +904,8 @@ mod gpu_run {
                             order: foil.to_string(),
                             ..case.clone()
                         };
-                        let fm: Result<Vec<Vec<f32>>> = (0..case.m)
-                            .into_par_iter()
-                            .map(|i| fc.model(&inputs, Some(&[i])))
-                            .collect();
-                        if let Ok(fm) = fm {
-                            let fr = compare(&fc, &out, &fm.concat(), POISON, 0.0);
+                        if let Ok(fm) = fc.model(&inputs, None) {
+                            let fr = compare(&fc, &out, &fm, POISON, 0.0);
                             rec.foils.push((fc.order.clone(), fr.mismatches));
                         }
                     }

@@ -35,7 +35,7 @@
 //! bits) and `NAME.mismatches.json` (up to [`MAX_RECORDS`]
 //! [`MismatchRecord`]s, lowest case indices first).
 
-use super::capture::{f32_digest, Capture, CaptureWriter, Manifest};
+use super::capture::{canonical_bits, f32_digest, Capture, CaptureWriter, Manifest};
 use super::{DeviceError, Result};
 use crate::format::Format;
 use crate::gemm::mma_step::mma_step;
@@ -711,15 +711,6 @@ fn codes_to_bytes(codes: &[u16], bytes: usize) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------- compare
-
-/// Canonical bits of an output: every NaN is 0x7FFFFFFF.
-pub fn canonical_bits(x: f32) -> u32 {
-    if x.is_nan() {
-        crate::gemm::step::FUSED_NAN
-    } else {
-        x.to_bits()
-    }
-}
 
 /// Whether a GPU output matches the model (equal bits, or both NaN).
 pub fn same(gpu: f32, model: f32) -> bool {
