@@ -540,20 +540,70 @@ fn shape(r: &mut SplitMix64, mx: bool, max_terms: usize) -> (usize, usize, usize
     }
 }
 
-/// Whether the CPU model accepts the case (MX promotion alignment etc.),
-/// checked on one output.
-fn model_accepts(case: &ConformCase) -> bool {
-    if case.plan().is_err() {
-        return false;
-    }
-    let small = ConformCase {
-        m: 1,
-        n: 1,
-        class: InputClass::Wide,
-        ..case.clone()
-    };
-    small.model(&small.inputs(), None).is_ok()
+/// Rows of a case on which [`screen`] evaluates the order and its foils:
+/// first, middle and last (the rows every CI replay also recomputes first).
+fn screen_rows(m: usize) -> Vec<usize> {
+    let mut v = vec![0, m / 2, m.saturating_sub(1)];
+    v.dedup();
+    v
 }
+
+/// Why the generator turned a drawn case down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// The GPU plan or the CPU model refuses the order on this shape.
+    Refused,
+    /// Every screened output is NaN: the case cannot tell any two orders apart.
+    AllNan,
+    /// Every foil gives the same bytes as the order on the screened rows:
+    /// a 0-mismatch result would not show that the GPU used *this* order.
+    NoFoilDiffers,
+}
+
+/// A case is kept only if the model accepts it, its outputs are not all
+/// NaN, and at least one foil ([`foils`]) gives different bytes from the
+/// claimed order (canonical NaN) on the screened rows. A case that passes
+/// discriminates: its GPU bytes can only match one of the order and that foil.
+pub fn screen(case: &ConformCase) -> std::result::Result<(), Screen> {
+    if case.plan().is_err() {
+        return Err(Screen::Refused);
+    }
+    let order = case.parsed_order().map_err(|_| Screen::Refused)?;
+    let rows = screen_rows(case.m);
+    let inputs = case.inputs();
+    let model = case.model(&inputs, Some(&rows)).map_err(|_| Screen::Refused)?;
+    let foil_outputs: Vec<Vec<f32>> = foils(&order)
+        .into_iter()
+        .filter_map(|foil| {
+            let fc = ConformCase {
+                order: foil.to_string(),
+                ..case.clone()
+            };
+            fc.model(&inputs, Some(&rows)).ok()
+        })
+        .collect();
+    screen_outputs(&model, &foil_outputs)
+}
+
+/// The verdict of [`screen`] on computed outputs: NaN compares as a class
+/// (canonical NaN), every other bit counts.
+pub fn screen_outputs(model: &[f32], foil_outputs: &[Vec<f32>]) -> std::result::Result<(), Screen> {
+    if model.iter().all(|x| x.is_nan()) {
+        return Err(Screen::AllNan);
+    }
+    let bits = |v: &[f32]| v.iter().map(|&x| canonical_bits(x)).collect::<Vec<u32>>();
+    let want = bits(model);
+    if foil_outputs.iter().any(|f| bits(f) != want) {
+        Ok(())
+    } else {
+        Err(Screen::NoFoilDiffers)
+    }
+}
+
+/// Attempts per order: the first half keeps a fixed order's assigned input
+/// class, the rest may draw any class (some classes cannot separate some
+/// orders, e.g. exact sums of tiny products).
+const ATTEMPTS_PER_ORDER: usize = 24;
 
 /// The case list of a run: the fixed families first, then random ones.
 pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
@@ -568,9 +618,13 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
     let mut cases = Vec::new();
     let mut push =
         |r: &mut SplitMix64, order: String, elem: Elem, mx: bool, backend16: Backend16, class: Option<InputClass>| {
-            for _attempt in 0..20 {
+            for attempt in 0..ATTEMPTS_PER_ORDER {
                 let (m, n, k) = shape(r, mx, opts.max_terms);
-                let class = class.unwrap_or(classes[r.below(classes.len() as u64) as usize]);
+                let drawn = classes[r.below(classes.len() as u64) as usize];
+                let class = match class {
+                    Some(c) if attempt < ATTEMPTS_PER_ORDER / 2 => c,
+                    _ => drawn,
+                };
                 let canonical = match order.parse::<Order>() {
                     Ok(o) => o.to_string(),
                     Err(_) => return false,
@@ -587,7 +641,7 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
                     class,
                     seed: r.next_u64(),
                 };
-                if model_accepts(&case) {
+                if screen(&case).is_ok() {
                     cases.push(case);
                     return true;
                 }
@@ -636,6 +690,9 @@ pub struct CaseRecord {
     pub gpu_row_digests: String,
     /// GPU time of the case's kernels in ms (CUDA events).
     pub gpu_ms: f32,
+    /// Every GPU output is NaN (recorded since the generator screens for it).
+    #[serde(default)]
+    pub all_nan: bool,
 }
 
 /// The conformance report (`conform/cases.json` in a capture).
@@ -650,6 +707,17 @@ pub struct ConformReport {
 impl ConformReport {
     pub fn total_mismatches(&self) -> usize {
         self.records.iter().map(|r| r.mismatches + r.unwritten).sum()
+    }
+
+    /// Cases on which at least one foil misses some of the GPU's bytes:
+    /// the cases whose 0 mismatches name the claimed order (target: all).
+    pub fn discriminating(&self) -> usize {
+        self.records.iter().filter(|r| r.foils.iter().any(|f| f.1 > 0)).count()
+    }
+
+    /// Cases whose GPU outputs are all NaN (the generator rejects them).
+    pub fn all_nan(&self) -> usize {
+        self.records.iter().filter(|r| r.all_nan).count()
     }
 
     /// A short table: one line per family/instruction.
@@ -679,6 +747,12 @@ impl ConformReport {
                 .iter()
                 .flat_map(|r| r.foils.iter().map(|f| f.1))
                 .sum::<usize>()
+        ));
+        s.push_str(&format!(
+            "\ndiscriminating cases (some foil misses GPU bytes): {} of {}; all-NaN cases: {}\n",
+            self.discriminating(),
+            self.records.len(),
+            self.all_nan()
         ));
         if !self.failed.is_empty() {
             s.push_str(&format!("\n{} case(s) failed to build or run:\n", self.failed.len()));
@@ -855,6 +929,7 @@ pub fn compare(case: &ConformCase, gpu: &[f32], model: &[f32], poison: u32, gpu_
         foils: Vec::new(),
         gpu_row_digests,
         gpu_ms,
+        all_nan: !gpu.is_empty() && gpu.iter().all(|x| x.is_nan()),
     }
 }
 
@@ -962,6 +1037,38 @@ mod tests {
         for c in &a {
             assert!(c.plan().is_ok(), "{}", c.order);
         }
+    }
+
+    #[test]
+    fn every_generated_case_discriminates() {
+        let opts = ConformOptions {
+            seed: 0x5eed_0009,
+            random_cases: 12,
+            max_terms: 1 << 18,
+        };
+        let cases = generate_cases(&opts);
+        assert!(cases.len() >= fixed_orders().len() + 12, "{} cases", cases.len());
+        for c in &cases {
+            assert_eq!(screen(c), Ok(()), "case {} `{}`", c.id, c.order);
+        }
+    }
+
+    #[test]
+    fn screen_rejects_all_nan_and_indistinguishable_outputs() {
+        let nan = f32::NAN;
+        let other_nan = f32::from_bits(0x7FC0_0123);
+        // every output NaN: rejected whatever the foils do
+        assert_eq!(screen_outputs(&[nan, nan], &[vec![1.0, 2.0]]), Err(Screen::AllNan));
+        // foils equal to the order (NaN payloads do not count): rejected
+        assert_eq!(
+            screen_outputs(&[1.0, nan], &[vec![1.0, other_nan], vec![1.0, nan]]),
+            Err(Screen::NoFoilDiffers)
+        );
+        assert_eq!(screen_outputs(&[1.0, 2.0], &[]), Err(Screen::NoFoilDiffers));
+        // -0 vs +0 and one ulp both discriminate
+        assert_eq!(screen_outputs(&[0.0, 2.0], &[vec![-0.0, 2.0]]), Ok(()));
+        let up = f32::from_bits(2.0f32.to_bits() + 1);
+        assert_eq!(screen_outputs(&[1.0, 2.0], &[vec![1.0, 2.0], vec![1.0, up]]), Ok(()));
     }
 
     #[test]
@@ -1082,6 +1189,31 @@ mod timing {
             let rows: Vec<usize> = (0..c.m).collect();
             let _y: Vec<Vec<f32>> = rows.par_iter().map(|&i| c.model(&x, Some(&[i])).unwrap()).collect();
             eprintln!("{:3} {:<60} {}x{}x{} {:?}", c.id, c.order, c.m, c.n, c.k, t.elapsed());
+        }
+    }
+}
+
+#[cfg(test)]
+mod generation_stats {
+    use super::*;
+
+    /// Which fixed orders the generator kept, and the time it took.
+    #[test]
+    #[ignore]
+    fn generation_stats() {
+        let seed = std::env::var("SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(ConformOptions::default().seed);
+        let t = std::time::Instant::now();
+        let cases = generate_cases(&ConformOptions {
+            seed,
+            ..Default::default()
+        });
+        eprintln!("{} cases in {:?}", cases.len(), t.elapsed());
+        for (o, ..) in fixed_orders() {
+            let canon = o.parse::<Order>().unwrap().to_string();
+            eprintln!("{:<60} {}", o, cases.iter().filter(|c| c.order == canon).count());
         }
     }
 }

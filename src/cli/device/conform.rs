@@ -43,13 +43,22 @@ pub fn run(a: ConformArgs) -> Result<()> {
     let report = crate::device::conform::run(&gpu, &opts, &|line| eprintln!("{line}"))?;
     let mut w = CaptureWriter::create(&a.out.join("conform"))?;
     w.put_json("cases.json", &report)?;
-    let notes = vec![format!(
-        "{} cases, {} elements, {} mismatches, {} failed to build/run",
-        report.records.len(),
-        report.records.iter().map(|r| r.elements).sum::<usize>(),
-        report.total_mismatches(),
-        report.failed.len()
-    )];
+    let notes = vec![
+        format!(
+            "{} cases, {} elements, {} mismatches, {} failed to build/run",
+            report.records.len(),
+            report.records.iter().map(|r| r.elements).sum::<usize>(),
+            report.total_mismatches(),
+            report.failed.len()
+        ),
+        format!(
+            "seed {:#x}; {} of {} cases discriminate (a foil misses GPU bytes); {} all-NaN",
+            opts.seed,
+            report.discriminating(),
+            report.records.len(),
+            report.all_nan()
+        ),
+    ];
     w.finish("conform", serde_json::to_value(&info)?, notes)?;
     println!("{}", report.summary());
     Ok(())
