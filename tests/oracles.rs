@@ -1,43 +1,27 @@
-//! Zero mismatches against the independent oracle vectors in `reference/`
-//! (ml_dtypes, torch, gfloat, torchao HEAD, TransformerEngine's rule).
-//! Known anchor bugs are excluded explicitly, each by a named predicate, and
-//! counted, so an exclusion can never hide an unexplained mismatch.
+//! Zero mismatches against the independent oracle vectors in `reference/`:
+//! decode tables (ml_dtypes, gfloat), scalar casts (ml_dtypes, torch, gfloat
+//! in every rounding mode) and SHA-256 digests of ml_dtypes and torch over
+//! all 2^32 f32 inputs. MX blocks are in `tests/oracles_mx.rs`.
+//!
+//! Known oracle bugs are excluded explicitly, each by a named predicate that
+//! recognises the oracle's output and derives, without mxbi, the code mxbi
+//! must output on that line; a predicate that matches a line where mxbi
+//! outputs anything else fails the test. Exclusions are counted and printed
+//! per predicate, so an exclusion can never hide an unexplained mismatch.
 //!
 //! The vectors are produced by `bash reference/gen_all.sh` (see
 //! reference/README.md); Python is not needed to run these tests.
 
-use flate2::read::GzDecoder;
+#[path = "common/oracle_vectors.rs"]
+mod oracle_vectors;
+
 use mxbi::format::{
-    cast_f32_slice, encode_e8m0_f32, encode_f32, encode_f64, CastPolicy, CastPreset, CodesMut, Format, Overflow,
-    Rounding,
+    cast_f32_slice, encode_f32, encode_f64, CastPolicy, CastPreset, CodesMut, Format, Overflow, Rounding,
 };
-use mxbi::mx::{quantize, quantize_block, AxisLayout, MxFormat, MxPreset, ScaleMode};
+use oracle_vectors::{hex_u32, lines, RefCode, Ties, ValueTable};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-
-fn path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference").join(rel)
-}
-
-fn lines(rel: &str) -> Vec<String> {
-    let f = std::fs::File::open(path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-    let r: Box<dyn Read> = if rel.ends_with(".gz") {
-        Box::new(GzDecoder::new(f))
-    } else {
-        Box::new(f)
-    };
-    BufReader::new(r)
-        .lines()
-        .map(|l| l.unwrap())
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect()
-}
-
-fn hex_u32(s: &str) -> u32 {
-    u32::from_str_radix(s, 16).unwrap()
-}
+use std::collections::BTreeMap;
 
 #[test]
 fn decode_tables_match_ml_dtypes_and_gfloat() {
@@ -89,83 +73,234 @@ fn cast_policy(oracle: &str, label: &str, f: Format) -> CastPolicy {
     }
 }
 
-/// gfloat's E8M0 encoder maps values below 2^-127 (and f32 subnormals) to
-/// 0xFF (NaN): a documented gfloat bug that no preset reproduces.
-fn gfloat_e8m0_underflow(oracle: &str, f: Format, x: f64, out: &str) -> bool {
-    oracle == "gfloat" && f == Format::E8M0 && out == "ff" && x > 0.0 && x < 2f64.powi(-127)
+/// One line of a cast vector file.
+struct CastLine<'a> {
+    oracle: &'a str,
+    label: &'a str,
+    format: Format,
+    /// The input's exact value (an f32 input widened; NaN payloads are in
+    /// `input`).
+    x: f64,
+    f64_input: bool,
+    /// The input's bits as written.
+    bits: u64,
+    /// The oracle's output: the code in hex, or `ERR` where it raised.
+    out: &'a str,
+}
+
+impl CastLine<'_> {
+    fn hex(&self, code: u16) -> String {
+        format!("{code:0w$x}", w = if self.format.bits() > 8 { 4 } else { 2 })
+    }
+}
+
+/// A known oracle bug in the cast vectors. `correct` looks only at the line
+/// (never at mxbi): on a line where the oracle shows the bug it returns the
+/// code mxbi must output there, derived without mxbi.
+struct CastBug {
+    name: &'static str,
+    correct: fn(&CastLine) -> Option<String>,
+}
+
+const CAST_BUGS: &[CastBug] = &[
+    CastBug {
+        name: "gfloat_e8m0_underflow",
+        correct: gfloat_e8m0_underflow,
+    },
+    CastBug {
+        name: "gfloat_ties_away_f64_addition",
+        correct: gfloat_ties_away_f64_addition,
+    },
+    CastBug {
+        name: "ml_dtypes_e8m0_scalar_wrap",
+        correct: ml_dtypes_e8m0_scalar_wrap,
+    },
+    CastBug {
+        name: "gfloat_e8m0_neg_inf_sat",
+        correct: gfloat_e8m0_neg_inf_sat,
+    },
+];
+
+/// gfloat's E8M0 encoder maps positive values below 2^-127 (2^-128, the f32
+/// subnormals below 2^-127, tiny f64) to 0xFF (NaN). Correct: 0x00. E8M0
+/// has no zero and no subnormals, so its least value 2^-127 (0x00) is the
+/// nearest code to any positive x below it, and the only one a directed
+/// rounding can reach (nothing lies below it); mxbi's rule: values below
+/// 2^-127 become 0x00.
+fn gfloat_e8m0_underflow(l: &CastLine) -> Option<String> {
+    let hit = l.oracle == "gfloat" && l.format == Format::E8M0 && l.out == "ff" && l.x > 0.0 && l.x < 2f64.powi(-127);
+    hit.then(|| "00".into())
+}
+
+/// gfloat's encoding of an overflow without saturation: e4m3 NaN 0xFF (sign
+/// always set), e5m2 +-Inf, and a ValueError for FP6/FP4/INT8.
+fn gfloat_nosat_overflow(f: Format, negative: bool) -> String {
+    match f {
+        Format::E4M3 => "ff".into(),
+        Format::E5M2 => if negative { "fc" } else { "7c" }.into(),
+        _ => "ERR".into(),
+    }
 }
 
 /// gfloat's TiesToAway computes `floor(x * 2^k + 0.5)` in f64, so an f64
-/// input one ulp below a midpoint is rounded as if it were the midpoint.
-/// The predicate checks exactly that: the oracle's code is what the
-/// midpoint itself (the next f64 up in magnitude) gives.
-fn gfloat_ties_away_f64_addition(oracle: &str, label: &str, f: Format, x: f64, out: &str) -> bool {
-    if oracle != "gfloat" || !label.contains("TiesToAway") || !x.is_finite() {
-        return false;
+/// input one ulp short (in magnitude) of a midpoint between two codes is
+/// rounded as if it were the midpoint: away from zero. Recognised when the
+/// next f64 away from zero is a midpoint (the reference encoder rounds it
+/// away to a different code than x) and the oracle gave that code (or
+/// gfloat's overflow output, when the midpoint is the one above max).
+/// Correct: x is not a tie, so the nearest code, found by the reference
+/// encoder (which rounds the midpoint itself away, so x on a midpoint is
+/// never matched).
+fn gfloat_ties_away_f64_addition(l: &CastLine) -> Option<String> {
+    let name = l.format.to_string();
+    if l.oracle != "gfloat" || !l.label.contains("TiesToAway") || !l.f64_input || !l.x.is_finite() || l.x == 0.0 {
+        return None;
     }
-    let next = f64::from_bits(x.to_bits() + 1); // away from zero for either sign
-    let p = cast_policy(oracle, label, f);
-    encode_f64(next, f, &p, 0).is_ok_and(|c| format!("{c:02x}") == out)
-        && encode_f64(f64::from_bits(x.to_bits() + 2), f, &p, 0).is_ok_and(|c| format!("{c:02x}") == out)
+    if matches!(l.format, Format::E8M0 | Format::BF16 | Format::F16) {
+        return None;
+    }
+    let t = ValueTable::get(&name);
+    let sat = l.label.ends_with(":sat");
+    let m = f64::from_bits(l.x.to_bits() + 1); // one ulp away from zero
+    if !m.is_finite() {
+        return None;
+    }
+    let encode = |r: RefCode| match r {
+        RefCode::Code(c) => l.hex(c),
+        RefCode::Overflow { negative } if sat => l.hex(t.code_of(if negative { -t.max() } else { t.max() }).unwrap()),
+        RefCode::Overflow { negative } => gfloat_nosat_overflow(l.format, negative),
+    };
+    let correct = t.nearest(l.x, Ties::Away);
+    let bug = t.nearest(m, Ties::Away);
+    (bug != correct && encode(bug) == l.out && encode(correct) != l.out).then(|| encode(correct))
 }
 
 /// ml_dtypes' scalar constructor wraps f64 values in [1.5 * 2^128, 2^129)
-/// to E8M0 byte 0x00 instead of NaN (exponent overflow wraps around).
-fn ml_dtypes_e8m0_scalar_wrap(oracle: &str, label: &str, f: Format, x: f64, out: &str) -> bool {
-    oracle == "ml_dtypes"
-        && label == "scalar"
-        && f == Format::E8M0
-        && out == "00"
-        && (1.5 * 2f64.powi(128)..2f64.powi(129)).contains(&x)
+/// to E8M0 byte 0x00 (the exponent overflows and wraps around). Correct:
+/// they are beyond E8M0's largest value 2^127 and ml_dtypes' E8M0 does not
+/// saturate, so overflow is NaN (0xFF).
+fn ml_dtypes_e8m0_scalar_wrap(l: &CastLine) -> Option<String> {
+    let hit = l.oracle == "ml_dtypes"
+        && l.label == "scalar"
+        && l.format == Format::E8M0
+        && l.out == "00"
+        && (1.5 * 2f64.powi(128)..2f64.powi(129)).contains(&l.x);
+    hit.then(|| "ff".into())
 }
 
 /// gfloat with sat=True clamps -Inf to "-max" before encoding, which the
-/// unsigned E8M0 writes as 0xFE, while every other negative input is NaN.
-fn gfloat_e8m0_neg_inf_sat(oracle: &str, label: &str, f: Format, x: f64, out: &str) -> bool {
-    oracle == "gfloat" && label.ends_with(":sat") && f == Format::E8M0 && x == f64::NEG_INFINITY && out == "fe"
+/// unsigned E8M0 writes as 0xFE. Correct: E8M0 has no sign, and gfloat's own
+/// rule sends every other negative input (-f32max included, with sat) to
+/// NaN (0xFF).
+fn gfloat_e8m0_neg_inf_sat(l: &CastLine) -> Option<String> {
+    let hit = l.oracle == "gfloat"
+        && l.label.ends_with(":sat")
+        && l.format == Format::E8M0
+        && l.x == f64::NEG_INFINITY
+        && l.out == "fe";
+    hit.then(|| "ff".into())
+}
+
+/// mxbi's code for a cast line under the oracle's policy.
+fn mxbi_cast(l: &CastLine) -> String {
+    let p = cast_policy(l.oracle, l.label, l.format);
+    let got = if l.f64_input {
+        encode_f64(f64::from_bits(l.bits), l.format, &p, 0)
+    } else {
+        encode_f32(f32::from_bits(l.bits as u32), l.format, &p, 0)
+    };
+    match got {
+        Ok(code) => l.hex(code),
+        Err(_) => "ERR".to_string(),
+    }
+}
+
+#[derive(Default)]
+struct CastReport {
+    lines: usize,
+    equal: usize,
+    excluded: BTreeMap<&'static str, usize>,
+    /// Lines where mxbi differs from the oracle with no predicate to explain.
+    mismatches: Vec<String>,
+    /// Lines a predicate matched where mxbi is not the correct code.
+    refused: Vec<String>,
+}
+
+/// Compare the lines of `cast_<oracle>.tsv.gz` that `keep` selects with
+/// `mxbi` (the test's own [`mxbi_cast`], or a planted error).
+fn check_casts_with(oracle: &str, keep: impl Fn(&CastLine) -> bool, mxbi: impl Fn(&CastLine) -> String) -> CastReport {
+    let mut r = CastReport::default();
+    for raw in lines(&format!("vectors/cast_{oracle}.tsv.gz")) {
+        let c: Vec<&str> = raw.split('\t').collect();
+        let (kind, bits) = c[2].split_once(':').unwrap();
+        let l = CastLine {
+            oracle,
+            label: c[1],
+            format: c[0].parse().unwrap(),
+            x: if kind == "f32" {
+                f32::from_bits(hex_u32(bits)) as f64
+            } else {
+                f64::from_bits(u64::from_str_radix(bits, 16).unwrap())
+            },
+            f64_input: kind == "f64",
+            bits: u64::from_str_radix(bits, 16).unwrap(),
+            out: c[3],
+        };
+        if !keep(&l) {
+            continue;
+        }
+        let got = mxbi(&l);
+        r.lines += 1;
+        let mut explained = false;
+        for bug in CAST_BUGS {
+            let Some(correct) = (bug.correct)(&l) else { continue };
+            if got != correct {
+                r.refused
+                    .push(format!("{}: {raw}: mxbi {got}, correct {correct}", bug.name));
+            }
+            *r.excluded.entry(bug.name).or_default() += 1;
+            explained = true;
+            break;
+        }
+        if explained {
+            continue;
+        }
+        if got == l.out {
+            r.equal += 1;
+        } else {
+            r.mismatches.push(format!("{raw}  -> mxbi {got}"));
+        }
+    }
+    r
 }
 
 fn check_casts(oracle: &str) {
-    let file = format!("vectors/cast_{oracle}.tsv.gz");
-    let (mut n, mut excluded, mut bad) = (0, 0, Vec::new());
-    for l in lines(&file) {
-        let c: Vec<&str> = l.split('\t').collect();
-        let f: Format = c[0].parse().unwrap();
-        let p = cast_policy(oracle, c[1], f);
-        let (kind, bits) = c[2].split_once(':').unwrap();
-        let (got, x) = if kind == "f32" {
-            let x = f32::from_bits(hex_u32(bits));
-            (encode_f32(x, f, &p, 0), x as f64)
-        } else {
-            let x = f64::from_bits(u64::from_str_radix(bits, 16).unwrap());
-            (encode_f64(x, f, &p, 0), x)
-        };
-        let got = match got {
-            Ok(code) => format!("{code:0w$x}", w = if f.bits() > 8 { 4 } else { 2 }),
-            Err(_) => "ERR".to_string(),
-        };
-        n += 1;
-        if got != c[3] {
-            if gfloat_e8m0_underflow(oracle, f, x, c[3])
-                || gfloat_ties_away_f64_addition(oracle, c[1], f, x, c[3])
-                || ml_dtypes_e8m0_scalar_wrap(oracle, c[1], f, x, c[3])
-                || gfloat_e8m0_neg_inf_sat(oracle, c[1], f, x, c[3])
-            {
-                excluded += 1;
-            } else {
-                bad.push(format!("{l}  -> mxbi {got}"));
-            }
-        }
-    }
-    for b in bad.iter().take(20) {
+    let r = check_casts_with(oracle, |_| true, mxbi_cast);
+    for b in r.mismatches.iter().chain(&r.refused).take(20) {
         eprintln!("{b}");
     }
     eprintln!(
-        "{oracle}: {n} cast vectors, {} mismatches, {excluded} excluded as known oracle bugs",
-        bad.len()
+        "{oracle}: {} cast vectors, {} equal, {} mismatches, {} excluded as known oracle bugs, {} exclusions where mxbi is wrong",
+        r.lines,
+        r.equal,
+        r.mismatches.len(),
+        r.excluded.values().sum::<usize>(),
+        r.refused.len()
     );
-    assert!(n > 1000);
-    assert!(bad.is_empty(), "{} mismatches against {oracle}", bad.len());
+    for (name, n) in &r.excluded {
+        eprintln!("    {name}: {n}");
+    }
+    assert!(r.lines > 1000);
+    assert!(
+        r.refused.is_empty(),
+        "{} exclusions where mxbi is wrong",
+        r.refused.len()
+    );
+    assert!(
+        r.mismatches.is_empty(),
+        "{} mismatches against {oracle}",
+        r.mismatches.len()
+    );
 }
 
 #[test]
@@ -263,145 +398,36 @@ fn all_f32_casts_match_ml_dtypes_and_torch_exhaustively() {
     check_exhaustive("torch", |_| true);
 }
 
-/// MX block cases.
-#[derive(serde::Deserialize)]
-struct MxCase {
-    oracle: String,
-    case: String,
-    format: Option<String>,
-    scale_mode: Option<String>,
-    kind: Option<String>,
-    input_f32: Vec<String>,
-    scales: Option<Vec<String>>,
-    codes: Option<Vec<String>>,
-}
-
-fn mx_cases() -> Vec<MxCase> {
-    lines("vectors/mx_cases.jsonl.gz")
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn has_nonfinite(c: &MxCase) -> bool {
-    c.input_f32.iter().any(|h| hex_u32(h) & 0x7F80_0000 == 0x7F80_0000)
-}
-
-/// Which of our presets an MX oracle is, or None for oracles with known bugs
-/// that are checked separately.
-fn mx_preset(oracle: &str) -> Option<MxPreset> {
-    match oracle {
-        "torchao-head-contract" | "torchao-head-36027d8" => Some(MxPreset::Torchao),
-        "te-rule" => Some(MxPreset::Nvidia),
-        "gfloat-f64in" | "gfloat" => Some(MxPreset::Ocp),
-        _ => None,
-    }
-}
-
+/// If mxbi reproduced an oracle's bug, the predicates refuse: with mxbi
+/// replaced by the oracle's own output, every excluded line is reported as
+/// a predicate matching where mxbi is wrong, for each of the predicates.
 #[test]
-fn mx_blocks_match_torchao_head_te_and_gfloat() {
-    let cases = mx_cases();
-    let mut compared = std::collections::BTreeMap::<String, (usize, usize)>::new();
-    let mut bad = Vec::new();
-    for c in &cases {
-        let Some(preset) = mx_preset(&c.oracle) else { continue };
-        if c.kind.is_some() {
-            continue;
-        }
-        // gfloat: Inf in a block gives scale 2^127 with saturated data, and
-        // NaN in an FP6/FP4 block raises (documented gfloat bugs; OCP says
-        // the scale is NaN).
-        if c.oracle.starts_with("gfloat") && (has_nonfinite(c) || c.scales.is_none()) {
-            compared
-                .entry(format!("{} (excluded: non-finite block)", c.oracle))
-                .or_default()
-                .0 += 1;
-            continue;
-        }
-        let format: MxFormat = c.format.as_deref().unwrap().parse().unwrap();
-        let mut p = preset.policy(format);
-        p.scale_mode = c.scale_mode.as_deref().unwrap().parse::<ScaleMode>().unwrap();
-        let x: Vec<f32> = c.input_f32.iter().map(|h| f32::from_bits(hex_u32(h))).collect();
-        // through the array entry point (its fast paths), and the block one
-        let layout = AxisLayout::new(&[1, x.len()], -1, x.len(), false).unwrap();
-        let q = quantize(&x, &layout, format, &p).unwrap();
-        let (s, codes) = (q.scales[0], q.codes);
-        assert_eq!(
-            quantize_block(&x, format, &p).unwrap(),
-            (s, codes.clone()),
-            "{} {}",
-            c.oracle,
-            c.case
-        );
-        let want_s = u8::from_str_radix(&c.scales.as_ref().unwrap()[0], 16).unwrap();
-        let want_c: Vec<u8> = c
-            .codes
-            .as_ref()
-            .unwrap()
-            .iter()
-            .map(|h| u8::from_str_radix(h, 16).unwrap())
-            .collect();
-        let e = compared.entry(c.oracle.clone()).or_default();
-        e.0 += 1;
-        if s != want_s || codes != want_c {
-            e.1 += 1;
-            bad.push((
-                c.oracle.clone(),
-                c.case.clone(),
-                format,
-                p.scale_mode,
-                want_s,
-                s,
-                want_c,
-                codes,
-            ));
-        }
+fn cast_predicates_refuse_mxbi_reproducing_the_oracle_bug() {
+    let mut refused = Vec::new();
+    for oracle in ["gfloat", "ml_dtypes"] {
+        let r = check_casts_with(oracle, |_| true, |l| l.out.to_string());
+        let excluded: usize = r.excluded.values().sum();
+        assert!(excluded > 0);
+        assert_eq!(r.refused.len(), excluded, "{oracle}");
+        assert!(r.mismatches.is_empty());
+        refused.extend(r.refused);
     }
-    // The float32 log2 hazard: gfloat with f32 input picks a scale one too
-    // high when amax is a few ulp below a power of two. Every such line must
-    // be one where gfloat with f64 input (no hazard) agrees with us.
-    let f64in: std::collections::HashMap<(String, String), (u8, Vec<u8>)> = bad
-        .iter()
-        .filter(|b| b.0 == "gfloat-f64in")
-        .map(|b| ((b.1.clone(), b.2.name().to_string()), (b.4, b.6.clone())))
-        .collect();
-    let (hazard, rest): (Vec<_>, Vec<_>) = bad.into_iter().partition(|b| {
-        b.0 == "gfloat" && b.4 == b.5.wrapping_add(1) && !f64in.contains_key(&(b.1.clone(), b.2.name().to_string()))
-    });
-    for (o, (n, d)) in &compared {
-        eprintln!("{o}: {n} blocks, {d} differ");
+    for bug in CAST_BUGS {
+        assert!(refused.iter().any(|m| m.starts_with(bug.name)), "{}", bug.name);
     }
-    eprintln!(
-        "gfloat f32-input lines explained by the float32 log2 hazard: {}",
-        hazard.len()
+}
+
+/// One planted wrong code (e4m3 of 1.0 under ml_dtypes) is caught as exactly
+/// one mismatch.
+#[test]
+fn cast_planted_error_is_caught() {
+    let victim = |l: &CastLine| l.format == Format::E4M3 && !l.f64_input && l.bits == 0x3f80_0000;
+    let r = check_casts_with(
+        "ml_dtypes",
+        |l| l.format == Format::E4M3,
+        |l| if victim(l) { "39".into() } else { mxbi_cast(l) },
     );
-    for b in rest.iter().take(20) {
-        eprintln!(
-            "{} {} {} {:?}: scale oracle {:#04x} mxbi {:#04x}\n  codes oracle {:02x?}\n  codes mxbi   {:02x?}",
-            b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7
-        );
-    }
-    assert!(compared.get("torchao-head-contract").is_some_and(|v| v.0 == 72));
-    assert!(rest.is_empty(), "{} MX blocks differ", rest.len());
-}
-
-#[test]
-fn e8m0_rceil_scalar_cases_match_torchao_head_and_te() {
-    let mut n = 0;
-    for c in mx_cases()
-        .iter()
-        .filter(|c| c.kind.as_deref() == Some("f32_to_e8m0_rceil"))
-    {
-        let x = f32::from_bits(hex_u32(&c.input_f32[0]));
-        let want = u8::from_str_radix(&c.scales.as_ref().unwrap()[0], 16).unwrap();
-        // torchao HEAD: cvt.rp without satfinite (overflow/Inf -> 0xFF);
-        // TE: cvt.rp.satfinite (-> 0xFE).
-        let mut p = CastPreset::Nvidia.policy(Format::E8M0);
-        if c.oracle == "torchao-head-contract" {
-            p.overflow = Overflow::NonFinite;
-        }
-        assert_eq!(encode_e8m0_f32(x, &p, 0), want, "{} {} {x:e}", c.oracle, c.case);
-        n += 1;
-    }
-    assert_eq!(n, 36);
+    assert_eq!(r.mismatches.len(), 1, "{:?}", r.mismatches);
+    assert!(r.mismatches[0].contains("f32:3f800000"));
+    assert!(r.refused.is_empty());
 }
