@@ -1,3 +1,32 @@
+//! mxbi: bit-exact emulation of narrow floating-point formats and GEMM
+//! accumulation orders, for batch-invariance checking of GPU/NPU kernels.
+//!
+//! # Module map (imports point down this list only)
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`format`](mod@format) | element formats: decode, the exact rounding core, E8M0, cast policies and presets |
+//! | [`mx`] | OCP MX block quantization, scale modes, layouts, exact block dots |
+//! | [`order`] | the accumulation-order grammar (docs/ORDERS.md), reduction trees, tree diffs |
+//! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
+//! | [`subject`] | the subject interface: anything that computes a GEMM-like op; the CPU model is the first |
+//! | [`collective`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
+//! | [`io`] | `.npy` / `.safetensors` tensors |
+//! | [`rng`] | the one deterministic generator of test cases |
+//! | [`device`] | real GPUs (features `cuda`/`nccl`): generated kernels, probes, casts, vendor GEMMs, NCCL, captures and their CPU replay (docs/DEVICE.md) |
+//! | [`cli`] | the `mxbi` command: argument parsing and printing, no numerics |
+//!
+//! # Data flow
+//!
+//! Inputs (f32 values, or MX codes + E8M0 scales from [`mx`]) and an
+//! [`order::Order`] form a [`gemm::Problem`]; [`gemm::gemm`] evaluates the
+//! order's [`order::Tree`] for every requested output element with the one
+//! exact step arithmetic of [`gemm::step`]. A [`subject::Subject`] wraps
+//! such a computation (the model, an op model, a GPU kernel, an external
+//! runner) behind one call, which is all the checking layers see. GPU
+//! results are captured (`device::capture`) and replayed against the model
+//! on the CPU.
+
 pub mod cli;
 pub mod collective;
 pub mod device;
@@ -7,3 +36,4 @@ pub mod io;
 pub mod mx;
 pub mod order;
 pub mod rng;
+pub mod subject;

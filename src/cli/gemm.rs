@@ -212,7 +212,7 @@ pub fn order(a: OrderArgs) -> Result<()> {
         let o2 = parse_order(other)?;
         match o.compile(k).diff(&o2.compile(k)) {
             None => println!("same tree for K = {k}"),
-            Some(d) => println!("first difference at node {}:\n  {}\n  {}", d.index, d.left, d.right),
+            Some(d) => println!("{d}"),
         }
         return Ok(());
     }

@@ -431,7 +431,7 @@ pub fn run(spec: &AgmmSpec, inputs: &Inputs) -> Result<OpOutput> {
         None => None,
     };
     let split = spec.gather.as_ref().is_some_and(|g| *g != spec.local);
-    let canon = |p: &PathSpec| parse_order("order", &p.order).map(|o| o.to_string());
+    let canon = |p: &PathSpec| parse_order("order", &p.order);
     let local_order = canon(&spec.local)?;
     let gather_order = spec.gather.as_ref().map(canon).transpose()?;
     let mut per_rank = Vec::with_capacity(ws);
@@ -454,9 +454,9 @@ pub fn run(spec: &AgmmSpec, inputs: &Inputs) -> Result<OpOutput> {
                 computed_on: vec![r],
                 path: path.into(),
                 order: if is_local {
-                    local_order.clone()
+                    local_order
                 } else {
-                    gather_order.clone().unwrap()
+                    gather_order.unwrap_or(local_order)
                 },
                 scale_point: spec.mx_format.map(|_| p.scale_point.to_string()),
                 reduction: None,

@@ -161,7 +161,7 @@ pub fn run(spec: &QuantSpec, inputs: &Inputs) -> Result<OpOutput> {
             global_row: i,
             computed_on: vec![0],
             path: "quant-matmul".into(),
-            order: order.to_string(),
+            order,
             scale_point: scale_point.clone(),
             reduction: None,
             mechanisms: mech.clone(),

@@ -151,7 +151,7 @@ pub fn run(spec: &MoeSpec, inputs: &Inputs) -> Result<OpOutput> {
                 global_row: i,
                 computed_on: vec![owner],
                 path: format!("expert:{e}"),
-                order: order.to_string(),
+                order,
                 scale_point: None,
                 reduction: None,
                 mechanisms: vec![Mechanism::Routing, Mechanism::RowCountTiling],

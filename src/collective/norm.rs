@@ -90,7 +90,7 @@ pub fn run(spec: &NormSpec, inputs: &Inputs) -> Result<OpOutput> {
             global_row: i,
             computed_on: vec![0],
             path: "norm".into(),
-            order: order.to_string(),
+            order,
             scale_point: None,
             reduction: None,
             mechanisms: if spec.small_batch.is_some() {

@@ -47,8 +47,9 @@ pub struct RowProvenance {
     /// Path name: `local`, `gather`, `single`, `partial-sum`, `expert:E`,
     /// `norm`, `quant-matmul`.
     pub path: String,
-    /// Canonical order string of the row's GEMM (or reduction).
-    pub order: String,
+    /// The order of the row's GEMM (or reduction); serialised as its
+    /// canonical spelling.
+    pub order: crate::order::Order,
     /// Where MX scales entered (`fused`, `block`, `dequant`, `output`,
     /// `requant:FMT`), or null for non-MX paths.
     pub scale_point: Option<String>,

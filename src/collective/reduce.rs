@@ -157,7 +157,7 @@ pub fn partials(spec: &ReduceSpec, inputs: &Inputs) -> Result<Vec<Vec<f32>>> {
 pub fn run(spec: &ReduceSpec, inputs: &Inputs, scatter: bool, trial: u64) -> Result<OpOutput> {
     let (m, n, ws) = (spec.m, spec.n, spec.world_size);
     let p = partials(spec, inputs)?;
-    let order = parse_order("order", &spec.order)?.to_string();
+    let order = parse_order("order", &spec.order)?;
     let cr = spec.chunk_rows();
     // reduced chunks
     let mut reduced = vec![0f32; m * n];
@@ -194,7 +194,7 @@ pub fn run(spec: &ReduceSpec, inputs: &Inputs, scatter: bool, trial: u64) -> Res
                 global_row: g,
                 computed_on: chunk_desc[c].0.clone(),
                 path: "partial-sum".into(),
-                order: order.clone(),
+                order,
                 scale_point: None,
                 reduction: Some(chunk_desc[c].1.clone()),
                 mechanisms: vec![mech],

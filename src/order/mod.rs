@@ -2,9 +2,10 @@
 //! how a GEMM accumulates one output element, and its compilation into a
 //! reduction tree for a given K. The contract is docs/ORDERS.md.
 
+mod render;
 mod tree;
 
-pub use tree::{Divergence, Node, NodeId, Tree};
+pub use tree::{Difference, Divergence, Node, NodeId, Tree};
 
 use std::fmt;
 use std::str::FromStr;
@@ -53,7 +54,8 @@ pub enum CMode {
 }
 
 /// Types a tensor-core step can read; inputs must be exactly representable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InType {
     Bf16,
     F16,
@@ -115,7 +117,8 @@ pub enum MxScale {
 }
 
 /// Final output conversion (RNE).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OutFmt {
     F32,
     Bf16,
@@ -439,6 +442,21 @@ impl FromStr for Order {
     }
 }
 
+/// An order serialises as its canonical spelling (docs/ORDERS.md) and
+/// deserialises through the parser, so a stored order is always valid.
+impl serde::Serialize for Order {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Order {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Order {
     /// The canonical spelling: family, then keys in a fixed order, defaults
     /// omitted. `parse(display(o)) == o`.
@@ -551,6 +569,21 @@ mod tests {
         "hopper-bf16;out=f16",
         "mma(k=32,f=13,out=13);scale=block;promote=32",
     ];
+
+    #[test]
+    fn orders_serialise_as_their_canonical_spelling() {
+        for (name, _) in PRESETS {
+            let o: Order = name.parse().unwrap();
+            let j = serde_json::to_string(&o).unwrap();
+            assert_eq!(j, format!("\"{o}\""));
+            assert_eq!(serde_json::from_str::<Order>(&j).unwrap(), o);
+        }
+        // a stored order is always valid: deserialising goes through the parser
+        let err = serde_json::from_str::<Order>("\"fma;split=0\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("split"), "{err}");
+    }
 
     #[test]
     fn issue_spellings_parse_and_round_trip() {

@@ -4,11 +4,12 @@
 //! fma/muladd the exact dot of block `k`.
 
 use super::{CMode, Family, InType, MmaSplit, Order, OutFmt, Reduce, Tile};
-use std::fmt::{self, Write};
+use serde::{Deserialize, Serialize};
 
 pub type NodeId = u32;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
 pub enum Node {
     /// +0.
     Zero,
@@ -34,8 +35,9 @@ pub enum Node {
     Convert { x: NodeId, to: OutFmt },
 }
 
-/// A compiled order for one K.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A compiled order for one K. Serialises as its node list (the canonical
+/// form of a tree: two orders with equal trees are the same order for K).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tree {
     pub nodes: Vec<Node>,
     pub root: NodeId,
@@ -45,12 +47,77 @@ pub struct Tree {
     pub input: Option<InType>,
 }
 
-/// Where two trees first differ.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where two trees first differ: the node id, both nodes, and what differs.
+/// The words are written by the renderer (`render.rs`, `Display`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Divergence {
-    pub index: usize,
-    pub left: String,
-    pub right: String,
+    /// The first node id at which the two node lists differ.
+    pub node: NodeId,
+    /// The node of the left tree (None: the left tree has fewer nodes).
+    pub left: Option<Node>,
+    /// The node of the right tree (None: the right tree has fewer nodes).
+    pub right: Option<Node>,
+    pub what: Difference,
+}
+
+/// What differs at a [`Divergence`] node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Difference {
+    /// One tree has no node at this id.
+    Missing,
+    /// Different operations (e.g. an `fma` step against a fresh `+0`).
+    Operation,
+    /// Same operation on different terms (`k`, or a fused step's `ks`).
+    Terms,
+    /// Same operation and terms, different operands (accumulator, C, inputs).
+    Operands,
+    /// Fused sums of different precision (`f` or `out` bits).
+    Precision,
+    /// Promotion of a different scale block (`k0`).
+    ScaleBlock,
+    /// Output conversion to a different format.
+    Target,
+}
+
+impl Node {
+    /// The terms this node consumes, in its order (fused padding omitted).
+    pub fn terms(&self) -> Vec<u32> {
+        match self {
+            Node::Fma { k, .. } | Node::MulAdd { k, .. } => vec![*k],
+            Node::Fused { ks, .. } => ks.iter().flatten().copied().collect(),
+            _ => vec![],
+        }
+    }
+
+    /// The nodes this node reads.
+    pub fn operands(&self) -> Vec<NodeId> {
+        match self {
+            Node::Zero => vec![],
+            Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => vec![*acc],
+            Node::Fused { c, .. } => vec![*c],
+            Node::Add { a, b } => vec![*a, *b],
+            Node::Promote { acc, partial, .. } => vec![*acc, *partial],
+            Node::Convert { x, .. } => vec![*x],
+        }
+    }
+}
+
+/// What differs between two nodes at the same id.
+fn difference(a: &Node, b: &Node) -> Difference {
+    if std::mem::discriminant(a) != std::mem::discriminant(b) {
+        return Difference::Operation;
+    }
+    match (a, b) {
+        (Node::Fused { ks: x, .. }, Node::Fused { ks: y, .. }) if x != y => Difference::Terms,
+        (Node::Fused { f: f1, out: o1, .. }, Node::Fused { f: f2, out: o2, .. }) if (f1, o1) != (f2, o2) => {
+            Difference::Precision
+        }
+        (Node::Promote { k0: x, .. }, Node::Promote { k0: y, .. }) if x != y => Difference::ScaleBlock,
+        (Node::Convert { to: x, .. }, Node::Convert { to: y, .. }) if x != y => Difference::Target,
+        _ if a.terms() != b.terms() => Difference::Terms,
+        _ => Difference::Operands,
+    }
 }
 
 struct Builder {
@@ -265,147 +332,15 @@ impl Tree {
         (0..n).find_map(|i| {
             let (a, b) = (self.nodes.get(i), other.nodes.get(i));
             (a != b).then(|| Divergence {
-                index: i,
-                left: a.map_or("(no node)".into(), |x| describe(i, x)),
-                right: b.map_or("(no node)".into(), |x| describe(i, x)),
+                node: i as NodeId,
+                left: a.cloned(),
+                right: b.cloned(),
+                what: match (a, b) {
+                    (Some(x), Some(y)) => difference(x, y),
+                    _ => Difference::Missing,
+                },
             })
         })
-    }
-
-    /// One node as text (`%i = op(...)`).
-    pub fn describe_node(&self, i: usize) -> String {
-        describe(i, &self.nodes[i])
-    }
-
-    /// The full node list, one line per node.
-    pub fn listing(&self) -> String {
-        let mut s = String::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            let _ = writeln!(s, "{}", describe(i, n));
-        }
-        s
-    }
-}
-
-fn ks_text(ks: &[Option<u32>]) -> String {
-    let real: Vec<u32> = ks.iter().flatten().copied().collect();
-    let pad = ks.len() - real.len();
-    let contiguous = real.windows(2).all(|w| w[1] == w[0] + 1);
-    let body = match (real.first(), real.last()) {
-        (None, _) | (_, None) => "-".to_string(),
-        (Some(a), Some(b)) if contiguous => format!("{a}..{b}"),
-        _ => format!("{real:?}"),
-    };
-    if pad > 0 {
-        format!("{body} +{pad} zero")
-    } else {
-        body
-    }
-}
-
-fn describe(i: usize, n: &Node) -> String {
-    match n {
-        Node::Zero => format!("%{i} = +0"),
-        Node::Fma { acc, k } => format!("%{i} = fma(%{acc}, k={k})"),
-        Node::MulAdd { acc, k } => format!("%{i} = muladd(%{acc}, k={k})"),
-        Node::Fused { c, ks, f, out } => format!("%{i} = fused(c=%{c}, k={}, f={f}, out={out})", ks_text(ks)),
-        Node::Add { a, b } => format!("%{i} = add(%{a}, %{b})"),
-        Node::Promote { acc, partial, k0 } => format!("%{i} = promote(%{acc} + s[k0={k0}] * %{partial})"),
-        Node::Convert { x, to } => format!("%{i} = to_{to:?}(%{x})").to_lowercase(),
-    }
-}
-
-impl fmt::Display for Tree {
-    /// A compressed listing: runs of chained fma/muladd/fused nodes are
-    /// printed as one line.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut i = 0;
-        while i < self.nodes.len() {
-            // a chain: node j's accumulator is node j-1, same kind
-            let kind = std::mem::discriminant(&self.nodes[i]);
-            let mut j = i;
-            while j + 1 < self.nodes.len()
-                && std::mem::discriminant(&self.nodes[j + 1]) == kind
-                && chained(&self.nodes[j + 1], j as NodeId)
-            {
-                j += 1;
-            }
-            if j > i + 1 {
-                let first = &self.nodes[i];
-                let ks: Vec<u32> = self.nodes[i..=j].iter().flat_map(terms_of).collect();
-                let name = match first {
-                    Node::Fma { .. } => "fma",
-                    Node::MulAdd { .. } => "muladd",
-                    Node::Fused { .. } => "fused",
-                    _ => "op",
-                };
-                let from = match first {
-                    Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => *acc,
-                    Node::Fused { c, .. } => *c,
-                    _ => 0,
-                };
-                let extra = match first {
-                    Node::Fused { f: ff, out, ks, .. } => format!(", {} terms per step, f={ff}, out={out}", ks.len()),
-                    _ => String::new(),
-                };
-                writeln!(
-                    f,
-                    "%{i}..%{j} = {name} chain from %{from}: {} steps, k={}{extra}",
-                    j - i + 1,
-                    ranges(&ks)
-                )?;
-                i = j + 1;
-            } else {
-                writeln!(f, "{}", describe(i, &self.nodes[i]))?;
-                i += 1;
-            }
-        }
-        write!(f, "root = %{}", self.root)
-    }
-}
-
-fn chained(n: &Node, prev: NodeId) -> bool {
-    match n {
-        Node::Fma { acc, .. } | Node::MulAdd { acc, .. } => *acc == prev,
-        Node::Fused { c, .. } => *c == prev,
-        _ => false,
-    }
-}
-
-fn terms_of(n: &Node) -> Vec<u32> {
-    match n {
-        Node::Fma { k, .. } | Node::MulAdd { k, .. } => vec![*k],
-        Node::Fused { ks, .. } => ks.iter().flatten().copied().collect(),
-        _ => vec![],
-    }
-}
-
-/// `0..63, 256..299` style text of a k list (in its order).
-fn ranges(ks: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ks.len() {
-        let mut j = i;
-        while j + 1 < ks.len() && ks[j + 1] == ks[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            format!("{}", ks[i])
-        } else {
-            format!("{}..{}", ks[i], ks[j])
-        });
-        i = j + 1;
-    }
-    if out.len() > 8 {
-        let n = out.len();
-        format!(
-            "{}, ... ({} runs) ..., {}",
-            out[..3].join(", "),
-            n,
-            out[n - 2..].join(", ")
-        )
-    } else {
-        out.join(", ")
     }
 }
 
@@ -489,10 +424,37 @@ mod tests {
         let a = tree("fma", 1024);
         let b = tree("fma;split=4", 1024);
         let d = a.diff(&b).unwrap();
-        assert_eq!(d.index, 257);
-        assert!(d.left.contains("fma(%256, k=256)"), "{d:?}");
-        assert!(d.right.contains("+0"), "{d:?}");
+        assert_eq!(d.node, 257);
+        assert_eq!(d.left, Some(Node::Fma { acc: 256, k: 256 }));
+        assert_eq!(d.right, Some(Node::Zero));
+        assert_eq!(d.what, Difference::Operation);
         assert!(a.diff(&tree("fma", 1024)).is_none());
-        assert!(format!("{a}").contains("1024 steps"));
+    }
+
+    #[test]
+    fn diff_says_what_differs() {
+        let what = |x: &str, y: &str, k: usize| tree(x, k).diff(&tree(y, k)).map(|d| d.what);
+        assert_eq!(what("fma", "muladd", 8), Some(Difference::Operation));
+        assert_eq!(what("hopper-bf16", "ampere-bf16", 64), Some(Difference::Terms));
+        assert_eq!(what("fma;out=bf16", "fma;out=f16", 8), Some(Difference::Target));
+        assert_eq!(what("fma", "fma;out=bf16", 8), Some(Difference::Missing));
+        assert_eq!(
+            what("mma(k=16,f=25)", "mma(k=16,f=24)", 64),
+            Some(Difference::Precision)
+        );
+        // interleaved split: the first part takes other terms
+        assert_eq!(
+            what("fma;split=2;ktile=2", "fma;split=2/interleave;ktile=2", 8),
+            Some(Difference::Terms)
+        );
+    }
+
+    #[test]
+    fn trees_serialise_as_their_node_list() {
+        let t = tree("fma;split=2;reduce=pairwise;out=bf16", 6);
+        let j = serde_json::to_string(&t).unwrap();
+        assert!(j.contains(r#"{"op":"fma","acc":0,"k":0}"#), "{j}");
+        let back: Tree = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, t);
     }
 }
