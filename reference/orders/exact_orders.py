@@ -21,14 +21,17 @@ both return the M x N result as a row-major list of f32 bit patterns (ints).
 """
 
 from fractions import Fraction
-import math
+import contextlib
 
 F32_NAN = 0x7FC00000  # NaN produced by IEEE operations (fma, add, mul) and conversions
 TC_NAN = 0x7FFFFFFF   # NaN produced by a fused sum (ORDERS.md "Specials")
 
 
 class OrderError(ValueError):
-    pass
+    """A rejected spelling (``kind``: one of KINDS, ``item``: the text the
+    message names) or input the order cannot run on (``kind`` 'input')."""
+    kind = 'input'
+    item = ''
 
 
 # ---------------------------------------------------------------------------
@@ -436,6 +439,28 @@ def pow2_f32(x):
 # The fused sum (one tensor-core instruction)
 # ---------------------------------------------------------------------------
 
+# Foils: readings of the fused sum that docs/ORDERS.md rejects (an older
+# reading of this reference among them). Only gen_vectors.py uses them, to
+# show that each edge vector tells the contract apart from the foil it names.
+FOILS = {
+    'saturate': 'a sum of 2^128 or more rounds toward zero to the largest finite value',
+    'zeros-align': 'zero products (padding included) take part in the alignment exponent M',
+    'zero-c-skip': 'a zero C takes no part in the alignment exponent M',
+}
+_active_foils = set()
+
+
+@contextlib.contextmanager
+def foil(name):
+    """Evaluate with the fused sum read as FOILS[name] (never the contract)."""
+    assert name in FOILS, name
+    _active_foils.add(name)
+    try:
+        yield
+    finally:
+        _active_foils.discard(name)
+
+
 def fused_sum(prods, c_bits, F, O, emin_in):
     """prods: list of (a_val, b_val, xsum, scale_nan) with a_val/b_val value
     tuples of the `in` type, xsum the extra nominal exponent (MX scale=fused:
@@ -469,8 +494,9 @@ def fused_sum(prods, c_bits, F, O, emin_in):
         terms.append((na ^ nb, ma * mb, sa + sb, ea + eb + xs))
     # zero products (padding included) take no part in the alignment; C
     # (the first operand of the instruction) always does, a zero C at -126
-    terms = [t for t in terms if t[1] != 0]
-    if vc is not None:
+    if 'zeros-align' not in _active_foils:
+        terms = [t for t in terms if t[1] != 0]
+    if vc is not None and not ('zero-c-skip' in _active_foils and vc[2] == 0):
         terms.append(decompose(vc, -126))
     if not terms:
         return 0
@@ -482,7 +508,7 @@ def fused_sum(prods, c_bits, F, O, emin_in):
         S += -t if neg else t
     if S == 0:
         return 0
-    if abs(S).bit_length() - 1 + M - F >= 128:
+    if abs(S).bit_length() - 1 + M - F >= 128 and 'saturate' not in _active_foils:
         return f32_encode(('i', S < 0))  # no saturation: 2^128 or more is Inf
     r = round_dyadic(S < 0, abs(S), M - F, O + 1, -126, 127, 'RZ')
     return f32_encode(r)
@@ -504,140 +530,228 @@ PRESETS = {
 }
 
 KEYS = ['ktile', 'tile', 'split', 'lanes', 'reduce', 'promote', 'scale', 'out']
+MMA_PARAMS = ['k', 'f', 'out', 'split', 'c', 'in']
+U32_MAX = 2**32 - 1
+
+# Unicode White_Space (ORDERS.md "Parsing rules": whitespace is ignored)
+WHITESPACE = frozenset([chr(c) for c in range(0x09, 0x0E)] + ['\x20', '\x85', '\xa0', '\u1680']
+                       + [chr(c) for c in range(0x2000, 0x200B)]
+                       + ['\u2028', '\u2029', '\u202f', '\u205f', '\u3000'])
+
+# Reason classes of a rejected spelling (ORDERS.md "Parsing rules")
+KINDS = ('syntax', 'unknown', 'value', 'repeat', 'missing', 'combination')
 
 
-def _int(s, what, lo=1):
-    if not s.isdigit():
-        raise OrderError(f'{what}: not an integer: {s!r}')
-    v = int(s)
-    if v < lo:
-        raise OrderError(f'{what}: must be >= {lo}: {s!r}')
+def _err(kind, item, msg):
+    """A parse error of class `kind`; `item` is the text the message names."""
+    assert kind in KINDS and item in msg, (kind, item, msg)
+    e = OrderError(msg)
+    e.kind = kind
+    e.item = item
+    return e
+
+
+def _int(item, v, lo, hi=U32_MAX):
+    """INT := ASCII decimal digits, lo <= value <= hi."""
+    if not v or any(ch not in '0123456789' for ch in v) or not lo <= int(v) <= hi:
+        raise _err('value', f"'{item}'", f"'{item}': expected an integer in [{lo}, {hi}], got {v!r}")
+    return int(v)
+
+
+def _word(item, v, words):
+    if v not in words:
+        raise _err('value', f"'{item}'", f"'{item}': expected one of {', '.join(words)}")
     return v
 
 
 def _parse_mma(params):
+    """PARAMS of mma(...): comma-separated key=value, each key at most once,
+    checked left to right; then the required keys and the combinations."""
     mp = {}
-    for item in params.split(',') if params else []:
-        if '=' not in item:
-            raise OrderError(f'mma parameter without value: {item!r}')
-        k, v = item.split('=', 1)
-        if k in mp:
-            raise OrderError(f'mma parameter given twice: {k!r}')
-        mp[k] = v
-    out = {}
-    for k in mp:
-        if k not in ('k', 'f', 'out', 'split', 'c', 'in'):
-            raise OrderError(f'unknown mma parameter: {k!r}')
-    if 'k' not in mp or 'f' not in mp:
-        raise OrderError('mma needs k= and f=')
-    out['k'] = _int(mp['k'], 'mma k')
-    out['f'] = _int(mp['f'], 'mma f', 0)
-    out['out'] = _int(mp.get('out', '23'), 'mma out', 0)
-    if out['out'] > 23:
-        raise OrderError(f"mma out: at most 23: {mp['out']!r}")
-    out['split'] = mp.get('split', 'none')
-    if out['split'] not in ('none', 'halves', 'mod4'):
-        raise OrderError(f"mma split: bad value {out['split']!r}")
+    for p in params.split(',') if params else []:
+        if '=' not in p:
+            raise _err('syntax', f"'{p}'", f"mma parameter '{p}': expected key=value")
+        key, v = p.split('=', 1)
+        if key in mp:
+            raise _err('repeat', f"'{p}'", f"mma parameter '{p}': '{key}' given twice")
+        if key == 'k':
+            mp[key] = _int(p, v, 1)
+        elif key == 'f':
+            mp[key] = _int(p, v, 1, 60)
+        elif key == 'out':
+            mp[key] = _int(p, v, 1, 23)
+        elif key == 'split':
+            mp[key] = _word(p, v, ('none', 'halves', 'mod4'))
+        elif key == 'c':
+            mp[key] = _word(p, v, ('fused', 'late'))
+        elif key == 'in':
+            mp[key] = _word(p, v, ('bf16', 'f16', 'e4m3', 'e5m2', 'f32'))
+        else:
+            raise _err('unknown', f"'{p}'", f"unknown mma parameter '{key}' in '{p}'; expected {', '.join(MMA_PARAMS)}")
+    for need in ('k', 'f'):
+        if need not in mp:
+            raise _err('missing', f'{need}=', f'mma(...) needs {need}=')
+    out = dict(k=mp['k'], f=mp['f'], out=mp.get('out', 23), split=mp.get('split', 'none'),
+               c=mp.get('c', 'fused'), **{'in': mp.get('in', _default_in(mp['f']))})
     if out['split'] == 'halves' and out['k'] % 2:
-        raise OrderError('mma split=halves needs an even k')
+        raise _err('combination', 'split=halves', f"mma split=halves needs an even k, got k={out['k']}")
     if out['split'] == 'mod4' and out['k'] % 4:
-        raise OrderError('mma split=mod4 needs k a multiple of 4')
-    out['c'] = mp.get('c', 'fused')
-    if out['c'] not in ('fused', 'late'):
-        raise OrderError(f"mma c: bad value {out['c']!r}")
-    out['in'] = mp.get('in', 'e4m3' if out['f'] == 13 else 'bf16')
-    if out['in'] not in TYPES:
-        raise OrderError(f"mma in: bad value {out['in']!r}")
+        raise _err('combination', 'split=mod4', f"mma split=mod4 needs k divisible by 4, got k={out['k']}")
     return out
 
 
+def _default_in(f):
+    return 'e4m3' if f == 13 else 'bf16'
+
+
+def _strip(spec):
+    return ''.join(ch for ch in spec if ch not in WHITESPACE)
+
+
 def parse(spec):
-    s = ''.join(spec.split())
+    """Parse and validate an order spelling (ORDERS.md "Spelling" and
+    "Parsing rules"). Raises OrderError with .kind (one of KINDS) and .item
+    (the text the message names)."""
+    s = _strip(spec)
+    if not s:
+        raise _err('syntax', 'empty', 'empty order; expected fma, muladd, mma(k=..,f=..) or a preset')
     items = s.split(';')
-    fam = items[0]
-    if fam in PRESETS:
-        cfg = parse(PRESETS[fam])
-        preset_keys = set(cfg['_given'])
+    head, user = items[0], items[1:]
+    preset = None
+    if head in PRESETS:
+        preset = head
+        exp = PRESETS[head].split(';')
+        head, preset_items = exp[0], exp[1:]
     else:
-        cfg = dict(family=None, mma=None, ktile=None, tile='carry', split=1, interleave=False,
-                   lanes=None, reduce=None, promote=None, scale=None, out='f32', _given=[])
-        preset_keys = set()
-        if fam in ('fma', 'muladd'):
-            cfg['family'] = fam
-        elif fam.startswith('mma(') and fam.endswith(')'):
-            cfg['family'] = 'mma'
-            cfg['mma'] = _parse_mma(fam[4:-1])
-        else:
-            raise OrderError(f'unknown family: {fam!r}')
+        preset_items = []
+    cfg = dict(family=None, mma=None, ktile=None, tile='carry', split=1, interleave=False,
+               lanes=None, reduce=None, promote=None, scale=None, out='f32')
+    if head in ('fma', 'muladd'):
+        cfg['family'] = head
+    elif head.startswith('mma(') and head.endswith(')'):
+        cfg['family'] = 'mma'
+        cfg['mma'] = _parse_mma(head[4:-1])
+    else:
+        raise _err('unknown', f"'{head}'", f"unknown family '{head}' (item 1); expected fma, muladd, "
+                   f"mma(k=..,f=..) or a preset: {', '.join(PRESETS)}")
+    preset_keys = set()
+    for item in preset_items:
+        key, v = item.split('=', 1)
+        _set_key(cfg, item, key, v)
+        preset_keys.add(key)
     seen = set()
-    for item in items[1:]:
+    for n, item in enumerate(user, start=2):
         if '=' not in item:
-            raise OrderError(f'item without value: {item!r}')
-        k, v = item.split('=', 1)
-        if k not in KEYS:
-            raise OrderError(f'unknown key: {k!r}')
-        if k in seen:
-            raise OrderError(f'key given twice: {k!r}')
-        seen.add(k)
-        if k == 'ktile':
-            cfg['ktile'] = _int(v, 'ktile')
-        elif k == 'tile':
-            if v not in ('carry', 'fresh'):
-                raise OrderError(f'tile: bad value {v!r}')
-            cfg['tile'] = v
-        elif k == 'split':
-            if v.endswith('/interleave'):
-                cfg['split'] = _int(v[:-len('/interleave')], 'split')
-                cfg['interleave'] = True
-            else:
-                cfg['split'] = _int(v, 'split')
-                cfg['interleave'] = False
-        elif k == 'lanes':
-            cfg['lanes'] = _int(v, 'lanes')
-        elif k == 'reduce':
-            if v not in ('serial', 'pairwise', 'butterfly'):
-                raise OrderError(f'reduce: bad value {v!r}')
-            cfg['reduce'] = v
-        elif k == 'promote':
-            cfg['promote'] = _int(v, 'promote')
-        elif k == 'scale':
-            if v not in ('dequant', 'block', 'fused'):
-                raise OrderError(f'scale: bad value {v!r}')
-            cfg['scale'] = v
-        elif k == 'out':
-            if v not in ('f32', 'bf16', 'f16'):
-                raise OrderError(f'out: bad value {v!r}')
-            cfg['out'] = v
-    cfg['_given'] = sorted(preset_keys | seen)
+            raise _err('syntax', f"'{item}'", f"item {n} '{item}': expected key=value")
+        key, v = item.split('=', 1)
+        if key in preset_keys:
+            raise _err('repeat', f"'{item}'", f"item {n} '{item}': key '{key}' is already set by preset "
+                       f"'{preset}' (spell out its expansion {PRESETS[preset]} to change it)")
+        if key in seen:
+            raise _err('repeat', f"'{item}'", f"item {n} '{item}': key '{key}' given twice")
+        seen.add(key)
+        if key not in KEYS:
+            raise _err('unknown', f"'{key}'", f"item {n}: unknown key '{key}'; expected one of: {', '.join(KEYS)}")
+        _set_key(cfg, item, key, v)
+    if cfg['lanes'] == 1:
+        cfg['lanes'] = None  # a key at its default value is the same as no key
     _validate(cfg)
     return cfg
 
 
+def _set_key(cfg, item, key, v):
+    if key == 'ktile':
+        cfg['ktile'] = _int(item, v, 1)
+    elif key == 'tile':
+        cfg['tile'] = _word(item, v, ('carry', 'fresh'))
+    elif key == 'split':
+        num, sep, mode = v.partition('/')
+        if sep and mode != 'interleave':
+            raise _err('value', f"'{item}'", f"'{item}': unknown split mode '{mode}'; expected interleave")
+        cfg['split'] = _int(item, num, 1)
+        cfg['interleave'] = bool(sep)
+    elif key == 'lanes':
+        cfg['lanes'] = _int(item, v, 1)
+    elif key == 'reduce':
+        cfg['reduce'] = _word(item, v, ('serial', 'pairwise', 'butterfly'))
+    elif key == 'promote':
+        cfg['promote'] = _int(item, v, 1)
+    elif key == 'scale':
+        cfg['scale'] = _word(item, v, ('dequant', 'block', 'fused'))
+    elif key == 'out':
+        cfg['out'] = _word(item, v, ('f32', 'bf16', 'f16'))
+
+
+def _reduce_of(c):
+    return c['reduce'] or ('butterfly' if c['lanes'] is not None else 'serial')
+
+
 def _validate(c):
-    if c['lanes'] is not None and (c['split'] != 1 or c['interleave'] or c['ktile'] is not None):
-        raise OrderError('lanes cannot be combined with split or ktile')
-    if c['reduce'] == 'butterfly':
-        if c['lanes'] is None:
-            raise OrderError('reduce=butterfly needs lanes')
+    """The combination rules, checked in this order (ORDERS.md "Parsing rules")."""
+    if c['lanes'] is not None and (c['split'] > 1 or c['ktile'] is not None):
+        raise _err('combination', 'lanes', 'lanes cannot be combined with split or ktile')
+    if _reduce_of(c) == 'butterfly':
         L = c['lanes']
+        if L is None:
+            raise _err('combination', 'butterfly', 'reduce=butterfly needs lanes=L (GEMV lanes)')
         if L & (L - 1):
-            raise OrderError(f'reduce=butterfly needs lanes a power of two: {L}')
-    if c['lanes'] is not None and c['reduce'] is None:
-        L = c['lanes']
-        if L & (L - 1):
-            raise OrderError(f'lanes={L}: default reduce=butterfly needs a power of two')
+            raise _err('combination', 'butterfly', f'reduce=butterfly needs lanes to be a power of two, got {L}')
+    if c['interleave'] and c['ktile'] is None:
+        raise _err('combination', 'interleave', 'split=S/interleave needs ktile=T (tiles are dealt to parts)')
+    if c['tile'] == 'fresh' and c['ktile'] is None:
+        raise _err('combination', 'tile=fresh', 'tile=fresh needs ktile=T')
     if c['promote'] is not None:
         if c['family'] != 'mma':
-            raise OrderError('promote needs an mma family')
+            raise _err('combination', 'promote', 'promote applies to mma families only')
         if c['promote'] % c['mma']['k']:
-            raise OrderError(f"promote={c['promote']} is not a multiple of k={c['mma']['k']}")
-    if c['scale'] == 'fused':
-        if c['family'] != 'mma':
-            raise OrderError('scale=fused needs an mma family')
-        if c['mma']['k'] != MX_BLOCK:
-            raise OrderError(f"scale=fused needs k={MX_BLOCK}, got k={c['mma']['k']}")
+            raise _err('combination', 'promote', f"promote={c['promote']} must be a multiple of the mma k={c['mma']['k']}")
+    if c['scale'] == 'fused' and c['family'] != 'mma':
+        raise _err('combination', 'scale=fused', 'scale=fused applies to mma families only (use scale=block or dequant)')
     if c['scale'] == 'block' and c['family'] == 'mma' and c['promote'] != MX_BLOCK:
-        raise OrderError(f'scale=block with mma needs promote={MX_BLOCK}')
+        raise _err('combination', 'scale=block', f'scale=block with an mma family needs promote={MX_BLOCK} '
+                   '(one promotion per MX block)')
+    if c['scale'] == 'fused' and c['mma']['k'] != MX_BLOCK:
+        raise _err('combination', 'scale=fused', f"scale=fused needs mma k={MX_BLOCK} (one MX block per step), "
+                   f"got k={c['mma']['k']}")
+
+
+def canonical(spec):
+    """The canonical spelling (ORDERS.md "Parsing rules"): family (a preset
+    spelled out as its mma(...) expansion; mma parameters in the order k, f,
+    out, split, c, in, defaults omitted), then the keys in table order,
+    defaults and keys without effect omitted."""
+    c = parse(spec) if isinstance(spec, str) else spec
+    if c['family'] == 'mma':
+        m = c['mma']
+        s = f"mma(k={m['k']},f={m['f']}"
+        if m['out'] != 23:
+            s += f",out={m['out']}"
+        if m['split'] != 'none':
+            s += f",split={m['split']}"
+        if m['c'] != 'fused':
+            s += f",c={m['c']}"
+        if m['in'] != _default_in(m['f']):
+            s += f",in={m['in']}"
+        s += ')'
+    else:
+        s = c['family']
+    if c['ktile'] is not None and (c['tile'] == 'fresh' or c['interleave']):
+        s += f";ktile={c['ktile']}"  # with tile=carry and no interleave a ktile changes nothing
+    if c['tile'] == 'fresh':
+        s += ';tile=fresh'
+    if c['split'] > 1 or c['interleave']:
+        s += f";split={c['split']}" + ('/interleave' if c['interleave'] else '')
+    if c['lanes'] is not None:
+        s += f";lanes={c['lanes']}"
+    if c['reduce'] is not None and c['reduce'] != ('butterfly' if c['lanes'] is not None else 'serial'):
+        s += f";reduce={c['reduce']}"
+    if c['promote'] is not None:
+        s += f";promote={c['promote']}"
+    if c['scale'] not in (None, 'dequant'):
+        s += f";scale={c['scale']}"
+    if c['out'] != 'f32':
+        s += f";out={c['out']}"
+    return s
 
 
 # ---------------------------------------------------------------------------
@@ -818,8 +932,8 @@ def gemm(spec, m, n, k, a=None, b=None, mx=None):
     fam = cfg['family']
     out = []
     if mx is None:
-        if cfg['scale'] is not None:
-            raise OrderError('scale= is for MX inputs only')
+        if cfg['scale'] not in (None, 'dequant'):  # dequant is the default: no key
+            raise OrderError(f"scale={cfg['scale']} needs MX inputs (codes and scales)")
         assert len(a) == m * k and len(b) == k * n
         if fam == 'mma':
             T = cfg['mma']['in']

@@ -1,6 +1,9 @@
-"""Generate reference/orders/vectors.jsonl.gz from exact_orders.py.
+"""Generate the vector files of reference/orders/ from exact_orders.py:
+vectors.jsonl.gz (random cases), parse_vectors.jsonl (parse_cases.py) and
+edge_vectors.jsonl (edge_cases.py).
 
-    python3 reference/orders/gen_vectors.py [OUT]
+    python3 reference/orders/gen_vectors.py [OUT_DIR]   # write the three files
+    python3 reference/orders/gen_vectors.py --check     # exit 1 if a committed file differs
 
 Deterministic: fixed seeds (one per spelling, from its CRC-32), gzip with
 mtime=0 and no file name. Standard library only.
@@ -14,8 +17,11 @@ import random
 import sys
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import exact_orders as E  # noqa: E402
+import edge_cases  # noqa: E402
+import parse_cases  # noqa: E402
 
 KS = [1, 5, 16, 17, 32, 33, 64, 100, 128, 200, 256, 300]
 MX_KS = [32, 64, 128, 256]
@@ -226,8 +232,8 @@ def mx_cases(spell, r):
     return cases
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'vectors.jsonl.gz')
+def random_lines():
+    """The random vectors (vectors.jsonl.gz), one JSON line per case."""
     lines = []
     counts = {}
     for spell in PLAIN:
@@ -242,20 +248,90 @@ def main():
         r = random.Random(zlib.crc32(spell.encode()))
         for m, n, k, fmt, ac, asc, bc, bsc in mx_cases(spell, r):
             c = E.gemm(spell, m, n, k, mx=dict(format=fmt, a_codes=ac, a_scales=asc, b_codes=bc, b_scales=bsc))
-            h8 = lambda xs: ['%02x' % x for x in xs]
             lines.append(json.dumps({'order': spell, 'm': m, 'n': n, 'k': k, 'format': fmt,
-                                     'a_codes': h8(ac), 'a_scales': h8(asc),
-                                     'b_codes': h8(bc), 'b_scales': h8(bsc), 'c': E.hex32(c)},
+                                     'a_codes': hex8(ac), 'a_scales': hex8(asc),
+                                     'b_codes': hex8(bc), 'b_scales': hex8(bsc), 'c': E.hex32(c)},
                                     separators=(',', ':')))
             counts[spell] = counts.get(spell, 0) + 1
+    return lines, counts
+
+
+def hex8(xs):
+    return ['%02x' % x for x in xs]
+
+
+def parse_lines():
+    """parse_vectors.jsonl: one spelling per line (parse_cases.py)."""
+    return [json.dumps(v, separators=(',', ':')) for v in parse_cases.vectors()]
+
+
+def edge_lines():
+    """edge_vectors.jsonl: the fused-sum edge cases (edge_cases.py)."""
+    lines = []
+    for c in edge_cases.cases():
+        d = {'what': c['what'], 'note': c['note'], 'order': c['order'], 'm': c['m'], 'n': c['n'], 'k': c['k']}
+        if 'format' in c:
+            d.update(format=c['format'], a_codes=hex8(c['a_codes']), a_scales=hex8(c['a_scales']),
+                     b_codes=hex8(c['b_codes']), b_scales=hex8(c['b_scales']))
+        else:
+            d.update(a=E.hex32(c['a']), b=E.hex32(c['b']))
+        d.update(c=E.hex32(c['c']), foil=c['foil'], foil_c=E.hex32(c['foil_c']) if c['foil_c'] else None)
+        lines.append(json.dumps(d, separators=(',', ':')))
+    return lines
+
+
+def text(lines):
+    return ('\n'.join(lines) + '\n').encode()
+
+
+def gz(data):
     buf = io.BytesIO()
     with gzip.GzipFile(filename='', fileobj=buf, mode='wb', compresslevel=9, mtime=0) as g:
-        g.write(('\n'.join(lines) + '\n').encode())
-    with open(out, 'wb') as f:
-        f.write(buf.getvalue())
+        g.write(data)
+    return buf.getvalue()
+
+
+def small_files():
+    """{file name: bytes} of the hand-built vector files."""
+    return {'parse_vectors.jsonl': text(parse_lines()), 'edge_vectors.jsonl': text(edge_lines())}
+
+
+def check(names=None):
+    """Compare the committed vector files with a fresh generation; returns
+    the names that differ. The .gz file is compared decompressed."""
+    bad = []
+    files = small_files()
+    if names is None or 'vectors.jsonl.gz' in names:
+        files['vectors.jsonl.gz'] = text(random_lines()[0])
+    for name, want in files.items():
+        if names is not None and name not in names:
+            continue
+        with open(os.path.join(HERE, name), 'rb') as f:
+            have = f.read()
+        if name.endswith('.gz'):
+            have = gzip.decompress(have)
+        if have != want:
+            bad.append(name)
+    return bad
+
+
+def main():
+    if sys.argv[1:] == ['--check']:
+        bad = check()
+        print('differ from a fresh generation: ' + ', '.join(bad) if bad else 'all vector files are up to date')
+        sys.exit(1 if bad else 0)
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else HERE
+    lines, counts = random_lines()
+    data = gz(text(lines))
+    with open(os.path.join(out_dir, 'vectors.jsonl.gz'), 'wb') as f:
+        f.write(data)
     for s, c in counts.items():
         print(f'{c:4d}  {s}')
-    print(f'{len(lines)} cases, {len(buf.getvalue())} bytes -> {out}')
+    print(f'{len(lines)} cases, {len(data)} bytes -> {out_dir}/vectors.jsonl.gz')
+    for name, body in small_files().items():
+        with open(os.path.join(out_dir, name), 'wb') as f:
+            f.write(body)
+        print(f'{len(body.splitlines())} lines, {len(body)} bytes -> {out_dir}/{name}')
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ from fractions import Fraction as Q
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exact_orders as E  # noqa: E402
+import gen_vectors  # noqa: E402
 
 
 def b(x):
@@ -280,17 +281,56 @@ def test_parser():
     assert E.parse('deepgemm-fp8')['promote'] == 128
     assert E.parse('blackwell-mxf8f6f4')['scale'] == 'fused'
     assert E.parse('fma;split=4/interleave;ktile=64')['interleave']
-    for bad in ['fmaa', 'fma;foo=1', 'fma;split=0', 'fma;lanes=4;split=2', 'fma;reduce=butterfly',
-                'fma;lanes=3;reduce=butterfly', 'fma;lanes=3', 'fma;promote=32', 'hopper-bf16;promote=24',
-                'mma(k=16)', 'mma(k=16,f=25,x=1)', 'mma(k=15,f=25,split=halves)', 'fma;tile=new',
-                'fma;out=f64', 'fma;scale=fused', 'hopper-fp8-wgmma;scale=block', 'fma;ktile=4;ktile=8',
-                'hopper-bf16;scale=fused', 'fma;lanes=4;ktile=2']:
+    # canonical form: presets spelled out, keys in table order, defaults and no-ops omitted
+    for spec, canon in [('hopper-bf16', 'mma(k=16,f=25)'), (' fma ; split = 4 ', 'fma;split=4'),
+                        ('fma;ktile=64;reduce=serial', 'fma'), ('fma;lanes=1;split=2', 'fma;split=2'),
+                        ('deepgemm-fp8;split=2', 'mma(k=32,f=13,out=13);split=2;promote=128'),
+                        ('mma(in=f16,c=late,k=8,f=25)', 'mma(k=8,f=25,c=late,in=f16)'),
+                        ('fma;out=f16;split=2;ktile=3;tile=fresh', 'fma;ktile=3;tile=fresh;split=2;out=f16'),
+                        ('fma;lanes=4;reduce=butterfly', 'fma;lanes=4')]:
+        assert E.canonical(spec) == canon, (spec, E.canonical(spec))
+        assert E.canonical(canon) == canon
+    # rejected, with the reason class (the disputed spellings first)
+    for bad, kind in [('fma;split=2/interleave', 'combination'), ('deepgemm-fp8;promote=64', 'repeat'),
+                      ('deepgemm-fp8;promote=128', 'repeat'), ('fma;tile=fresh', 'combination'),
+                      ('fma;lanes=1;reduce=butterfly', 'combination'), ('fma;split=+4', 'value'),
+                      ('fma;split=\u0664', 'value'), ('fma;split=\u00b2', 'value'), ('fma;split=4294967296', 'value'),
+                      ('mma(k=16,k=32,f=25)', 'repeat'), ('mma(k=16,,f=25)', 'syntax'), ('mma(k=16,f=0)', 'value'),
+                      ('mma(k=16,f=61)', 'value'), ('mma(k=16,f=25,out=0)', 'value'), ('fma\x1c', 'unknown'),
+                      ('', 'syntax'), ('fmaa', 'unknown'), ('fma;foo=1', 'unknown'), ('fma;split=0', 'value'),
+                      ('fma;lanes=4;split=2', 'combination'), ('fma;reduce=butterfly', 'combination'),
+                      ('fma;lanes=3;reduce=butterfly', 'combination'), ('fma;lanes=3', 'combination'),
+                      ('fma;promote=32', 'combination'), ('hopper-bf16;promote=24', 'combination'),
+                      ('mma(k=16)', 'missing'), ('mma(k=16,f=25,x=1)', 'unknown'),
+                      ('mma(k=15,f=25,split=halves)', 'combination'), ('fma;tile=new', 'value'),
+                      ('fma;out=f64', 'value'), ('fma;scale=fused', 'combination'),
+                      ('hopper-fp8-wgmma;scale=block', 'combination'), ('fma;ktile=4;ktile=8', 'repeat'),
+                      ('hopper-bf16;scale=fused', 'combination'), ('fma;lanes=4;ktile=2', 'combination')]:
         try:
             E.parse(bad)
-        except E.OrderError:
-            pass
+        except E.OrderError as e:
+            assert e.kind == kind and e.item in str(e), (bad, e.kind, str(e))
         else:
             raise AssertionError('accepted: ' + bad)
+
+
+def test_vector_files_current():
+    # the committed parse and edge vectors are what the reference gives now
+    # (python3 reference/orders/gen_vectors.py --check also covers vectors.jsonl.gz)
+    assert gen_vectors.check(['parse_vectors.jsonl', 'edge_vectors.jsonl']) == []
+
+
+def test_foils_differ_from_the_contract():
+    # each foil reading changes a result the contract fixes
+    big = fq(P2(127))
+    with E.foil('saturate'):
+        assert g1('hopper-bf16', [big, big], [ONE, ONE]) == 0x7F7FFFFF
+    assert g1('hopper-bf16', [big, big], [ONE, ONE]) == 0x7F800000
+    tiny = fq((2 - P2(-7)) * P2(-76))
+    with E.foil('zero-c-skip'):
+        assert g1('hopper-bf16', [tiny] * 16, [fq(P2(-76))] * 16) != 0
+    assert g1('hopper-bf16', [tiny] * 16, [fq(P2(-76))] * 16) == 0
+    assert not E._active_foils
 
 
 def test_promote():

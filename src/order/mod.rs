@@ -197,47 +197,117 @@ pub const PRESETS: &[(&str, &str)] = &[
 #[error("order '{spec}': {msg}")]
 pub struct OrderError {
     pub spec: String,
+    pub kind: OrderErrorKind,
     pub msg: String,
+}
+
+/// Why a spelling is rejected (docs/ORDERS.md, "Parsing rules").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderErrorKind {
+    /// Empty, or an item / mma parameter that is not `key=value`.
+    Syntax,
+    /// Unknown family, key or mma parameter.
+    Unknown,
+    /// A value that is not one of the allowed words or not an integer in range.
+    Value,
+    /// A key or mma parameter given twice, or a key the preset already sets.
+    Repeat,
+    /// `mma(...)` without `k=` or `f=`.
+    Missing,
+    /// Keys that cannot go together.
+    Combination,
+}
+
+impl OrderErrorKind {
+    /// The class name used by the parse vectors (`reference/orders/`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            OrderErrorKind::Syntax => "syntax",
+            OrderErrorKind::Unknown => "unknown",
+            OrderErrorKind::Value => "value",
+            OrderErrorKind::Repeat => "repeat",
+            OrderErrorKind::Missing => "missing",
+            OrderErrorKind::Combination => "combination",
+        }
+    }
+}
+
+type ParseError = (OrderErrorKind, String);
+
+fn syntax(msg: String) -> ParseError {
+    (OrderErrorKind::Syntax, msg)
+}
+fn unknown(msg: String) -> ParseError {
+    (OrderErrorKind::Unknown, msg)
+}
+fn value(msg: String) -> ParseError {
+    (OrderErrorKind::Value, msg)
+}
+fn repeat(msg: String) -> ParseError {
+    (OrderErrorKind::Repeat, msg)
+}
+fn combination(msg: String) -> ParseError {
+    (OrderErrorKind::Combination, msg)
 }
 
 const KEYS: &str = "ktile, tile, split, lanes, reduce, promote, scale, out";
 
-fn parse_u32(item: &str, v: &str, min: u32) -> Result<u32, String> {
+/// INT: ASCII decimal digits (no sign), `min <= n <= max`.
+fn parse_u32(item: &str, v: &str, min: u32, max: u32) -> Result<u32, ParseError> {
     match v.parse::<u32>() {
-        Ok(n) if n >= min => Ok(n),
-        _ => Err(format!("'{item}': expected an integer >= {min}, got '{v}'")),
+        Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (min..=max).contains(&n) => Ok(n),
+        _ => Err(value(format!(
+            "'{item}': expected an integer in [{min}, {max}], got '{v}'"
+        ))),
     }
 }
 
-fn parse_mma(params: &str) -> Result<Mma, String> {
+fn parse_mma(params: &str) -> Result<Mma, ParseError> {
     let mut k = None;
     let mut f = None;
-    let mut out = 23;
-    let mut split = MmaSplit::None;
-    let mut c = CMode::Fused;
+    let mut out = None;
+    let mut split = None;
+    let mut c = None;
     let mut input = None;
-    for p in params.split(',').filter(|p| !p.is_empty()) {
+    let items = if params.is_empty() {
+        None
+    } else {
+        Some(params.split(','))
+    };
+    for p in items.into_iter().flatten() {
         let (key, v) = p
             .split_once('=')
-            .ok_or_else(|| format!("mma parameter '{p}': expected key=value"))?;
+            .ok_or_else(|| syntax(format!("mma parameter '{p}': expected key=value")))?;
+        let given = match key {
+            "k" => k.is_some(),
+            "f" => f.is_some(),
+            "out" => out.is_some(),
+            "split" => split.is_some(),
+            "c" => c.is_some(),
+            "in" => input.is_some(),
+            _ => false,
+        };
+        if given {
+            return Err(repeat(format!("mma parameter '{p}': '{key}' given twice")));
+        }
         match key {
-            "k" => k = Some(parse_u32(p, v, 1)?),
-            "f" => f = Some(parse_u32(p, v, 1)?),
-            "out" => out = parse_u32(p, v, 1)?,
+            "k" => k = Some(parse_u32(p, v, 1, u32::MAX)?),
+            "f" => f = Some(parse_u32(p, v, 1, 60)?),
+            "out" => out = Some(parse_u32(p, v, 1, 23)?),
             "split" => {
-                split = match v {
+                split = Some(match v {
                     "none" => MmaSplit::None,
                     "halves" => MmaSplit::Halves,
                     "mod4" => MmaSplit::Mod4,
-                    _ => return Err(format!("mma parameter '{p}': expected none, halves or mod4")),
-                }
+                    _ => return Err(value(format!("'{p}': expected one of none, halves, mod4"))),
+                })
             }
             "c" => {
-                c = match v {
+                c = Some(match v {
                     "fused" => CMode::Fused,
                     "late" => CMode::Late,
-                    _ => return Err(format!("mma parameter '{p}': expected fused or late")),
-                }
+                    _ => return Err(value(format!("'{p}': expected one of fused, late"))),
+                })
             }
             "in" => {
                 input = Some(match v {
@@ -246,61 +316,115 @@ fn parse_mma(params: &str) -> Result<Mma, String> {
                     "e4m3" => InType::E4M3,
                     "e5m2" => InType::E5M2,
                     "f32" => InType::F32,
-                    _ => return Err(format!("mma parameter '{p}': expected bf16, f16, e4m3, e5m2 or f32")),
+                    _ => return Err(value(format!("'{p}': expected one of bf16, f16, e4m3, e5m2, f32"))),
                 })
             }
             _ => {
-                return Err(format!(
+                return Err(unknown(format!(
                     "unknown mma parameter '{key}' in '{p}'; expected k, f, out, split, c, in"
-                ))
+                )))
             }
         }
     }
-    let k = k.ok_or("mma(...) needs k=")?;
-    let f = f.ok_or("mma(...) needs f=")?;
-    if f > 60 {
-        return Err(format!("mma f={f}: at most 60 alignment bits are modelled"));
-    }
-    if out > 23 {
-        return Err(format!(
-            "mma out={out}: a step result has at most 23 fraction bits (f32)"
-        ));
-    }
+    let k = k.ok_or((OrderErrorKind::Missing, "mma(...) needs k=".to_string()))?;
+    let f = f.ok_or((OrderErrorKind::Missing, "mma(...) needs f=".to_string()))?;
+    let split = split.unwrap_or(MmaSplit::None);
     match split {
-        MmaSplit::Halves if k % 2 != 0 => return Err(format!("mma split=halves needs an even k, got {k}")),
-        MmaSplit::Mod4 if k % 4 != 0 => return Err(format!("mma split=mod4 needs k divisible by 4, got {k}")),
+        MmaSplit::Halves if k % 2 != 0 => {
+            return Err(combination(format!("mma split=halves needs an even k, got k={k}")))
+        }
+        MmaSplit::Mod4 if k % 4 != 0 => {
+            return Err(combination(format!("mma split=mod4 needs k divisible by 4, got k={k}")))
+        }
         _ => {}
     }
     let input = input.unwrap_or(if f == 13 { InType::E4M3 } else { InType::Bf16 });
     Ok(Mma {
         k,
         f,
-        out,
+        out: out.unwrap_or(23),
         split,
-        c,
+        c: c.unwrap_or(CMode::Fused),
         input,
     })
 }
 
-fn parse(spec: &str) -> Result<Order, String> {
+/// Set one key of `o` from the item `item` = `key=v`.
+fn set_key(o: &mut Order, n: usize, item: &str, key: &str, v: &str) -> Result<(), ParseError> {
+    match key {
+        "ktile" => o.ktile = Some(parse_u32(item, v, 1, u32::MAX)?),
+        "tile" => {
+            o.tile = match v {
+                "carry" => Tile::Carry,
+                "fresh" => Tile::Fresh,
+                _ => return Err(value(format!("item {n} '{item}': expected carry or fresh"))),
+            }
+        }
+        "split" => {
+            let (num, inter) = match v.split_once('/') {
+                Some((a, "interleave")) => (a, true),
+                Some((_, b)) => {
+                    return Err(value(format!(
+                        "item {n} '{item}': unknown split mode '{b}'; expected interleave"
+                    )))
+                }
+                None => (v, false),
+            };
+            o.split = parse_u32(item, num, 1, u32::MAX)?;
+            o.interleave = inter;
+        }
+        "lanes" => o.lanes = parse_u32(item, v, 1, u32::MAX)?,
+        "reduce" => {
+            o.reduce = Some(match v {
+                "serial" => Reduce::Serial,
+                "pairwise" => Reduce::Pairwise,
+                "butterfly" => Reduce::Butterfly,
+                _ => {
+                    return Err(value(format!(
+                        "item {n} '{item}': expected serial, pairwise or butterfly"
+                    )))
+                }
+            })
+        }
+        "promote" => o.promote = Some(parse_u32(item, v, 1, u32::MAX)?),
+        "scale" => {
+            o.scale = match v {
+                "dequant" => MxScale::Dequant,
+                "block" => MxScale::Block,
+                "fused" => MxScale::Fused,
+                _ => return Err(value(format!("item {n} '{item}': expected dequant, block or fused"))),
+            }
+        }
+        "out" => {
+            o.out = match v {
+                "f32" => OutFmt::F32,
+                "bf16" => OutFmt::Bf16,
+                "f16" => OutFmt::F16,
+                _ => return Err(value(format!("item {n} '{item}': expected f32, bf16 or f16"))),
+            }
+        }
+        _ => {
+            return Err(unknown(format!(
+                "item {n}: unknown key '{key}'; expected one of: {KEYS}"
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn parse(spec: &str) -> Result<Order, ParseError> {
     let s: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
     if s.is_empty() {
-        return Err("empty order; expected fma, muladd, mma(k=..,f=..) or a preset".into());
+        return Err(syntax(
+            "empty order; expected fma, muladd, mma(k=..,f=..) or a preset".into(),
+        ));
     }
-    // Expand a leading preset name.
-    let (head, rest) = match s.find(';') {
-        Some(i) if !s[..i].contains('(') || s[..i].contains(')') => (&s[..i], &s[i..]),
-        _ => (s.as_str(), ""),
-    };
-    let expanded;
-    let s = if let Some((_, exp)) = PRESETS.iter().find(|(n, _)| *n == head) {
-        expanded = format!("{exp}{rest}");
-        expanded.as_str()
-    } else {
-        s.as_str()
-    };
     let mut items = s.split(';');
-    let fam = items.next().unwrap_or("");
+    let head = items.next().unwrap_or("");
+    // A preset is its expansion: a family plus the keys it sets.
+    let preset = PRESETS.iter().find(|(name, _)| *name == head);
+    let mut expansion = preset.map_or(head, |p| p.1).split(';');
+    let fam = expansion.next().unwrap_or("");
     let family = if fam == "fma" {
         Family::Fma
     } else if fam == "muladd" {
@@ -309,71 +433,34 @@ fn parse(spec: &str) -> Result<Order, String> {
         Family::Mma(parse_mma(p)?)
     } else {
         let presets: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-        return Err(format!(
+        return Err(unknown(format!(
             "unknown family '{fam}' (item 1); expected fma, muladd, mma(k=..,f=..) or a preset: {}",
             presets.join(", ")
-        ));
+        )));
     };
     let mut o = Order::base(family);
+    let mut preset_keys = Vec::new();
+    for item in expansion {
+        let (key, v) = item.split_once('=').unwrap_or((item, ""));
+        set_key(&mut o, 1, item, key, v)?;
+        preset_keys.push(key);
+    }
     let mut seen = std::collections::HashSet::new();
     for (idx, item) in items.enumerate() {
         let n = idx + 2;
         let (key, v) = item
             .split_once('=')
-            .ok_or_else(|| format!("item {n} '{item}': expected key=value"))?;
+            .ok_or_else(|| syntax(format!("item {n} '{item}': expected key=value")))?;
+        if let (Some((name, exp)), true) = (preset, preset_keys.contains(&key)) {
+            return Err(repeat(format!(
+                "item {n} '{item}': key '{key}' is already set by preset '{name}' \
+                 (spell out its expansion {exp} to change it)"
+            )));
+        }
         if !seen.insert(key.to_string()) {
-            return Err(format!("item {n} '{item}': key '{key}' given twice"));
+            return Err(repeat(format!("item {n} '{item}': key '{key}' given twice")));
         }
-        match key {
-            "ktile" => o.ktile = Some(parse_u32(item, v, 1)?),
-            "tile" => {
-                o.tile = match v {
-                    "carry" => Tile::Carry,
-                    "fresh" => Tile::Fresh,
-                    _ => return Err(format!("item {n} '{item}': expected carry or fresh")),
-                }
-            }
-            "split" => {
-                let (num, inter) = match v.split_once('/') {
-                    Some((a, "interleave")) => (a, true),
-                    Some((_, b)) => {
-                        return Err(format!(
-                            "item {n} '{item}': unknown split mode '{b}'; expected interleave"
-                        ))
-                    }
-                    None => (v, false),
-                };
-                o.split = parse_u32(item, num, 1)?;
-                o.interleave = inter;
-            }
-            "lanes" => o.lanes = parse_u32(item, v, 1)?,
-            "reduce" => {
-                o.reduce = Some(match v {
-                    "serial" => Reduce::Serial,
-                    "pairwise" => Reduce::Pairwise,
-                    "butterfly" => Reduce::Butterfly,
-                    _ => return Err(format!("item {n} '{item}': expected serial, pairwise or butterfly")),
-                })
-            }
-            "promote" => o.promote = Some(parse_u32(item, v, 1)?),
-            "scale" => {
-                o.scale = match v {
-                    "dequant" => MxScale::Dequant,
-                    "block" => MxScale::Block,
-                    "fused" => MxScale::Fused,
-                    _ => return Err(format!("item {n} '{item}': expected dequant, block or fused")),
-                }
-            }
-            "out" => {
-                o.out = match v {
-                    "f32" => OutFmt::F32,
-                    "bf16" => OutFmt::Bf16,
-                    "f16" => OutFmt::F16,
-                    _ => return Err(format!("item {n} '{item}': expected f32, bf16 or f16")),
-                }
-            }
-            _ => return Err(format!("item {n}: unknown key '{key}'; expected one of: {KEYS}")),
-        }
+        set_key(&mut o, n, item, key, v)?;
     }
     validate(&o)?;
     // Canonical form: drop what has no effect.
@@ -386,46 +473,57 @@ fn parse(spec: &str) -> Result<Order, String> {
     Ok(o)
 }
 
-fn validate(o: &Order) -> Result<(), String> {
+fn validate(o: &Order) -> Result<(), ParseError> {
     if o.lanes > 1 && (o.split > 1 || o.ktile.is_some()) {
-        return Err("lanes cannot be combined with split or ktile".into());
+        return Err(combination("lanes cannot be combined with split or ktile".into()));
     }
     if o.reduction() == Reduce::Butterfly {
         if o.lanes == 1 {
-            return Err("reduce=butterfly needs lanes=L (GEMV lanes)".into());
+            return Err(combination("reduce=butterfly needs lanes=L (GEMV lanes)".into()));
         }
         if !o.lanes.is_power_of_two() {
-            return Err(format!(
+            return Err(combination(format!(
                 "reduce=butterfly needs lanes to be a power of two, got {}",
                 o.lanes
-            ));
+            )));
         }
     }
     if o.interleave && o.ktile.is_none() {
-        return Err("split=S/interleave needs ktile=T (tiles are dealt to parts)".into());
+        return Err(combination(
+            "split=S/interleave needs ktile=T (tiles are dealt to parts)".into(),
+        ));
     }
     if o.tile == Tile::Fresh && o.ktile.is_none() {
-        return Err("tile=fresh needs ktile=T".into());
+        return Err(combination("tile=fresh needs ktile=T".into()));
     }
     match (o.family, o.promote) {
         (Family::Mma(m), Some(p)) if p % m.k != 0 => {
-            return Err(format!("promote={p} must be a multiple of the mma k={}", m.k));
+            return Err(combination(format!(
+                "promote={p} must be a multiple of the mma k={}",
+                m.k
+            )));
         }
-        (Family::Fma | Family::MulAdd, Some(_)) => return Err("promote applies to mma families only".into()),
+        (Family::Fma | Family::MulAdd, Some(_)) => {
+            return Err(combination("promote applies to mma families only".into()))
+        }
         _ => {}
     }
     match (o.family, o.scale) {
         (Family::Fma | Family::MulAdd, MxScale::Fused) => {
-            return Err("scale=fused applies to mma families only (use scale=block or dequant)".into())
+            return Err(combination(
+                "scale=fused applies to mma families only (use scale=block or dequant)".into(),
+            ))
         }
         (Family::Mma(_), MxScale::Block) if o.promote != Some(32) => {
-            return Err("scale=block with an mma family needs promote=32 (one promotion per MX block)".into())
+            return Err(combination(
+                "scale=block with an mma family needs promote=32 (one promotion per MX block)".into(),
+            ))
         }
         (Family::Mma(m), MxScale::Fused) if m.k != 32 => {
-            return Err(format!(
+            return Err(combination(format!(
                 "scale=fused needs mma k=32 (one MX block per step), got k={}",
                 m.k
-            ))
+            )))
         }
         _ => {}
     }
@@ -435,8 +533,9 @@ fn validate(o: &Order) -> Result<(), String> {
 impl FromStr for Order {
     type Err = OrderError;
     fn from_str(s: &str) -> Result<Self, OrderError> {
-        parse(s).map_err(|msg| OrderError {
+        parse(s).map_err(|(kind, msg)| OrderError {
             spec: s.to_string(),
+            kind,
             msg,
         })
     }
@@ -622,5 +721,24 @@ mod tests {
         assert!(err("fma;split=2;split=3").contains("given twice"));
         assert!(err("fma;tile=fresh").contains("needs ktile"));
         assert!(err("").contains("empty"));
+    }
+
+    #[test]
+    fn error_kinds() {
+        use OrderErrorKind::*;
+        let kind = |s: &str| s.parse::<Order>().unwrap_err().kind;
+        assert_eq!(kind("fma;split=2/interleave"), Combination);
+        assert_eq!(kind("deepgemm-fp8;promote=64"), Repeat);
+        assert_eq!(kind("fma;split=+4"), Value);
+        assert_eq!(kind("mma(k=16,k=32,f=25)"), Repeat);
+        assert_eq!(kind("mma(k=16,,f=25)"), Syntax);
+        assert_eq!(kind("mma(k=16)"), Missing);
+        assert_eq!(kind("fma;splt=4"), Unknown);
+        // the item number counts the spelling as written, not the preset's expansion
+        let e = "deepgemm-fp8;split=2;split=3".parse::<Order>().unwrap_err();
+        assert!(e.msg.contains("item 3 'split=3'"), "{e}");
+        // the way to change a preset's own key: spell out its expansion
+        let o: Order = "mma(k=32,f=13,out=13,in=e4m3);promote=64".parse().unwrap();
+        assert_eq!(o.promote, Some(64));
     }
 }
