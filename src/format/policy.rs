@@ -164,7 +164,8 @@ pub enum CastPreset {
     /// FP6/FP4 overflow/Inf -> max and NaN -> -0 (sign flipped by the NaN's
     /// sign); E8M0 ties up (rounding on the implicit bit), zero/negative/
     /// overflow -> NaN; f16 NaN payloads truncated as numpy; f64 inputs go
-    /// through f32 first.
+    /// through f32 first, except for f16, which is numpy's own type and
+    /// rounds an f64 once (`npy_doublebits_to_halfbits`).
     MlDtypes,
     /// NVIDIA PTX `cvt.rn.satfinite` for FP8/FP6/FP4 (NaN -> 0x7F for FP8,
     /// NaN -> +max for FP6/FP4), `cvt.rp.satfinite.ue8m0x2.f32` for E8M0,
@@ -218,7 +219,7 @@ impl CastPreset {
                     Format::F16 => p.nan_out = NanOut::TruncatePayload,
                     _ => {}
                 }
-                p.f64_via_f32 = true;
+                p.f64_via_f32 = format != Format::F16;
                 p.e8m0_zero = E8m0Zero::Nan;
                 p.e8m0_negative = E8m0Negative::Nan;
             }
