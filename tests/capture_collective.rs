@@ -2,20 +2,23 @@
 //! the CPU op models must reproduce every rank's GPU rows and the GPU's
 //! cross-rank verdicts.
 
+mod common;
+
+use common::committed_capture;
 use mxbi::device::capture::Capture;
 use mxbi::device::collective::{replay, CollectiveReport};
-use std::path::Path;
 
 #[test]
 fn collective_capture_replays_bit_exact() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference/captures/collective");
+    let dir = committed_capture("collective");
     // the capture is committed: a missing one is a failure, not a skip
     assert!(
         dir.join("manifest.json").is_file(),
         "no GPU capture at {} (make it with reference/device/run.sh)",
         dir.display()
     );
-    let cap = Capture::open(&dir).expect("manifest");
+    let t0 = std::time::Instant::now();
+    let cap = Capture::open_anchored(&dir).expect("anchored capture");
     cap.verify_all().expect("capture integrity");
     let report: CollectiveReport = cap.read_json("cases.json").unwrap();
     assert!(
@@ -35,4 +38,10 @@ fn collective_capture_replays_bit_exact() {
         &rep.row_mismatches[..rep.row_mismatches.len().min(5)]
     );
     assert!(rep.verdict_mismatches.is_empty(), "{:?}", rep.verdict_mismatches);
+    println!(
+        "collective: {} cases, {} rank rows replayed in {:.1} s",
+        rep.cases,
+        rep.rows_checked,
+        t0.elapsed().as_secs_f64()
+    );
 }

@@ -3,23 +3,19 @@
 //! model) exercise the capture format, NaN canonicalisation and mismatch
 //! detection.
 
+mod common;
+
+use common::{committed_capture, TempDir};
 use mxbi::device::capture::Capture;
 use mxbi::device::probe::{canonical_digest, compare, find, replay, write_capture, Cases, ProbeResult, PROBES};
-use std::path::{Path, PathBuf};
 
 /// Mismatches of the committed capture that are understood (probe name,
 /// count); anything else must be zero.
 const EXPLAINED: &[(&str, u64)] = &[];
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mxbi-probe-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 #[test]
 fn committed_probe_capture_replays() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference/captures/probe");
+    let dir = committed_capture("probe");
     // the capture is committed: a missing one is a failure, not a skip
     assert!(
         dir.join("manifest.json").is_file(),
@@ -27,7 +23,7 @@ fn committed_probe_capture_replays() {
         dir.display()
     );
     let t0 = std::time::Instant::now();
-    let cap = Capture::open(&dir).unwrap();
+    let cap = Capture::open_anchored(&dir).expect("anchored capture");
     let report = replay(&cap).unwrap();
     println!("{}", report.table());
     println!("replayed in {:.1} s", t0.elapsed().as_secs_f64());
@@ -72,14 +68,14 @@ fn synthetic_capture_replays_with_nan_payloads_canonicalised() {
             .model();
         assert_eq!(r.record.digest, canonical_digest(&model));
     }
-    let dir = temp_dir("ok");
+    let tmp = TempDir::new("probe-ok");
+    let dir = tmp.join("probe");
     write_capture(&dir, &results, serde_json::json!({"name": "synthetic"}), vec![]).unwrap();
     let rep = replay(&Capture::open(&dir).unwrap()).unwrap();
     assert!(rep.ok(), "{}", rep.table());
     assert_eq!(rep.mismatches(), 0);
     assert_eq!(rep.lines.len(), PROBES.len());
     assert!(rep.lines.iter().all(|l| l.first_checked == 4096));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -98,12 +94,12 @@ fn planted_mismatch_is_recorded_and_replays_as_a_mismatch() {
     assert_eq!(r.mismatches[0].gpu_bits ^ r.mismatches[0].model_bits, 1);
     let bad: u64 = r.record.classes.values().map(|c| c.mismatches).sum();
     assert_eq!(bad, 2, "counted once under its tile class and once under its C class");
-    let dir = temp_dir("planted");
+    let tmp = TempDir::new("probe-planted");
+    let dir = tmp.join("probe");
     write_capture(&dir, &results, serde_json::json!({}), vec![]).unwrap();
     let rep = replay(&Capture::open(&dir).unwrap()).unwrap();
     assert!(rep.ok(), "a recorded mismatch is consistent: {}", rep.table());
     assert_eq!(rep.mismatches(), 1);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -116,7 +112,8 @@ fn unrecorded_differences_are_detected() {
     results[0].record.digest = canonical_digest(&other);
     // a stored raw output differs from the model without a record
     results[1].first[7] = f32::from_bits(results[1].first[7].to_bits() ^ 0x8000_0000);
-    let dir = temp_dir("tampered");
+    let tmp = TempDir::new("probe-tampered");
+    let dir = tmp.join("probe");
     write_capture(&dir, &results, serde_json::json!({}), vec![]).unwrap();
     let rep = replay(&Capture::open(&dir).unwrap()).unwrap();
     assert!(!rep.ok());
@@ -127,7 +124,6 @@ fn unrecorded_differences_are_detected() {
     // editing a data file after the fact is caught by the manifest digests
     std::fs::write(dir.join(&results[2].record.first_file), [0u8; 16]).unwrap();
     assert!(replay(&Capture::open(&dir).unwrap()).is_err());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

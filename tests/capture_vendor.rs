@@ -1,34 +1,79 @@
 //! Vendor GEMM captures: the committed one (if any) replays consistently;
 //! a synthetic capture round-trips, its table is what the rows say, and an
-//! edited file or an edited table is caught.
+//! edited file or an edited table is caught. `mxbi device replay` refuses
+//! a capture that is not the anchored one.
 
+mod common;
+
+use common::{committed_capture, copy_capture, reseal_manifest, TempDir};
 use mxbi::device::capture::Capture;
 use mxbi::device::vendor::{self, *};
-use std::path::{Path, PathBuf};
+use std::process::Command;
 
 #[test]
 fn committed_capture_replays() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference/captures/vendor");
+    let dir = committed_capture("vendor");
     // the capture is committed: a missing one is a failure, not a skip
     assert!(
         dir.join("manifest.json").is_file(),
         "no GPU capture at {} (make it with reference/device/run.sh)",
         dir.display()
     );
-    let c = Capture::open(&dir).unwrap();
+    let t0 = std::time::Instant::now();
+    let c = Capture::open_anchored(&dir).expect("anchored capture");
     c.verify_all().unwrap();
     let r = vendor::replay(&c).unwrap();
     assert!(r.consistent(), "{:#?}", r.mismatches);
     assert!(r.rows_checked > 0 && r.tables_checked > 0);
+    println!(
+        "vendor: {} tables, {} rows checked in {:.1} s",
+        r.tables_checked,
+        r.rows_checked,
+        t0.elapsed().as_secs_f64()
+    );
     for line in &r.summary {
         println!("{line}");
     }
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mxbi-vendor-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn replay_cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mxbi"))
+        .args(["device", "replay"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `mxbi device replay` replays an untouched copy, refuses a copy whose
+/// manifest was edited (here only its notes, the data untouched) with one
+/// line naming the manifest and the anchor file, and replays it with
+/// `--unanchored`, saying so.
+#[test]
+fn cli_replay_refuses_an_unanchored_manifest() {
+    let tmp = TempDir::new("vendor-cli");
+    let copy = copy_capture("vendor", tmp.path());
+    let copy_s = copy.to_str().unwrap();
+    let ok = replay_cli(&[copy_s]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(!String::from_utf8_lossy(&ok.stdout).contains("UNANCHORED"));
+
+    let path = copy.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["notes"] = serde_json::json!(["edited after the run"]);
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap() + "\n").unwrap();
+    reseal_manifest(&copy);
+    Capture::open(&copy).unwrap().verify_all().unwrap();
+    let bad = replay_cli(&[copy_s]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("vendor/manifest.json") && err.contains("reference/captures.sha256"),
+        "{err}"
+    );
+    let forced = replay_cli(&["--unanchored", copy_s]);
+    assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert!(String::from_utf8_lossy(&forced.stdout).contains("UNANCHORED"));
 }
 
 /// A fake "GPU" row: the f64 reference rounded to the output type, with
@@ -143,9 +188,10 @@ fn synthetic_table_logic() {
 #[test]
 fn synthetic_capture_round_trip_and_tampering() {
     let run = synthetic();
-    let dir = tmp("ok");
-    write_capture(&dir, &run, serde_json::json!({"name": "synthetic"}), vec![]).unwrap();
-    let c = Capture::open(&dir).unwrap();
+    let t_ok = TempDir::new("vendor-ok");
+    let dir = t_ok.path();
+    write_capture(dir, &run, serde_json::json!({"name": "synthetic"}), vec![]).unwrap();
+    let c = Capture::open(dir).unwrap();
     let r = vendor::replay(&c).unwrap();
     assert!(r.consistent(), "{:#?}", r.mismatches);
     assert_eq!(r.rows_checked, run.report.rows.len());
@@ -155,8 +201,7 @@ fn synthetic_capture_round_trip_and_tampering() {
     let mut bytes = std::fs::read(dir.join("rows.bin")).unwrap();
     bytes[3] ^= 0x40;
     std::fs::write(dir.join("rows.bin"), &bytes).unwrap();
-    assert!(vendor::replay(&Capture::open(&dir).unwrap()).is_err());
-    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(vendor::replay(&Capture::open(dir).unwrap()).is_err());
 
     // A stored table that does not follow from the rows (manifest valid).
     let mut forged = synthetic();
@@ -170,20 +215,20 @@ fn synthetic_capture_round_trip_and_tampering() {
     let mut forged2 = synthetic();
     forged2.report.tables[0].invariant = Some(true);
     for (name, f) in [("forged", forged), ("forged2", forged2)] {
-        let dir = tmp(name);
-        write_capture(&dir, &f, serde_json::json!({}), vec![]).unwrap();
-        let r = vendor::replay(&Capture::open(&dir).unwrap()).unwrap();
+        let t = TempDir::new(&format!("vendor-{name}"));
+        let dir = t.path();
+        write_capture(dir, &f, serde_json::json!({}), vec![]).unwrap();
+        let r = vendor::replay(&Capture::open(dir).unwrap()).unwrap();
         assert!(!r.consistent(), "{name} not caught");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     // A row whose digest does not match its bytes.
     let mut wrong = synthetic();
     wrong.report.rows[0].sha256 = Some("00".repeat(32));
-    let dir = tmp("digest");
-    write_capture(&dir, &wrong, serde_json::json!({}), vec![]).unwrap();
-    assert!(!vendor::replay(&Capture::open(&dir).unwrap()).unwrap().consistent());
-    std::fs::remove_dir_all(&dir).unwrap();
+    let t_digest = TempDir::new("vendor-digest");
+    let dir = t_digest.path();
+    write_capture(dir, &wrong, serde_json::json!({}), vec![]).unwrap();
+    assert!(!vendor::replay(&Capture::open(dir).unwrap()).unwrap().consistent());
 }
 
 #[test]

@@ -5,11 +5,108 @@
 //!
 //! Layout of one capture folder: `manifest.json` plus the data files it
 //! lists. Data files are written by the suite that owns the folder.
+//!
+//! # Anchors
+//!
+//! A manifest's digests only show that the data files were not edited
+//! *without* editing the manifest. The SHA-256 of every committed manifest
+//! is therefore recorded outside the captures, in [`ANCHOR_FILE`]
+//! (`reference/captures.sha256`, `sha256sum` format, paths relative to
+//! `reference/`), which is compiled into mxbi. [`Capture::open_anchored`]
+//! refuses a capture folder whose manifest is not the anchored one, so
+//! changing any captured byte fails CI unless that file changes too,
+//! visibly in review. The anchor lines of a new capture are printed by
+//! `cd reference && sha256sum captures/*/manifest.json` (or
+//! [`anchor_line`]); `sha256sum -c captures.sha256` checks them.
 
 use super::{DeviceError, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+
+/// Where the anchors of the committed captures live (repository-relative).
+pub const ANCHOR_FILE: &str = "reference/captures.sha256";
+
+/// The anchor file's text as compiled in.
+const ANCHORS: &str = include_str!("../../reference/captures.sha256");
+
+/// The anchored captures: (folder name under `reference/captures/`, SHA-256
+/// of its `manifest.json`), in file order. Each line of [`ANCHOR_FILE`] is
+/// `<64 hex digits>  captures/<folder>/manifest.json`; anything else is an
+/// error, as is a folder named twice.
+pub fn anchors() -> Result<Vec<(String, String)>> {
+    parse_anchors(ANCHORS)
+}
+
+fn parse_anchors(text: &str) -> Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let bad = || DeviceError::Capture(format!("{ANCHOR_FILE} line {}: malformed anchor `{line}`", i + 1));
+        let (hash, path) = line.split_once("  ").ok_or_else(bad)?;
+        let folder = path
+            .strip_prefix("captures/")
+            .and_then(|p| p.strip_suffix("/manifest.json"))
+            .ok_or_else(bad)?;
+        if hash.len() != 64
+            || !hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            || folder.is_empty()
+            || folder.contains('/')
+        {
+            return Err(bad());
+        }
+        if out.iter().any(|(f, _)| f == folder) {
+            return Err(DeviceError::Capture(format!(
+                "{ANCHOR_FILE} line {}: capture `{folder}` anchored twice",
+                i + 1
+            )));
+        }
+        out.push((folder.to_string(), hash.to_string()));
+    }
+    Ok(out)
+}
+
+/// The folder name a capture is anchored under: the last component of
+/// `dir` (after resolving `.` and `..`).
+fn folder_name(dir: &Path) -> Result<String> {
+    let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    resolved
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .ok_or_else(|| DeviceError::Capture(format!("{}: not a capture folder name", dir.display())))
+}
+
+/// The anchor line of the capture folder `dir` as it is now (for
+/// [`ANCHOR_FILE`]).
+pub fn anchor_line(dir: &Path) -> Result<String> {
+    let path = dir.join("manifest.json");
+    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+    Ok(format!(
+        "{}  captures/{}/manifest.json",
+        sha256_hex(&bytes),
+        folder_name(dir)?
+    ))
+}
+
+/// Checks manifest bytes read from `dir` against the anchors in `text`.
+fn check_anchor(text: &str, dir: &Path, manifest: &[u8]) -> Result<()> {
+    let folder = folder_name(dir)?;
+    let actual = sha256_hex(manifest);
+    let path = dir.join("manifest.json");
+    let line = format!("{actual}  captures/{folder}/manifest.json");
+    match parse_anchors(text)?.into_iter().find(|(f, _)| *f == folder) {
+        Some((_, anchored)) if anchored == actual => Ok(()),
+        Some((_, anchored)) => Err(DeviceError::Capture(format!(
+            "{}: SHA-256 {actual} is not the one anchored in {ANCHOR_FILE} ({anchored}): the capture was edited; \
+             if it is a new GPU run, its line in {ANCHOR_FILE} must become `{line}`",
+            path.display()
+        ))),
+        None => Err(DeviceError::Capture(format!(
+            "{}: no capture `{folder}` is anchored in {ANCHOR_FILE}; a new capture needs the line `{line}` there",
+            path.display()
+        ))),
+    }
+}
 
 /// One data file of a capture and its integrity check.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -169,11 +266,34 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// Opens a capture folder without checking its anchor (synthetic and
+    /// fresh captures); committed captures are opened with
+    /// [`Capture::open_anchored`].
     pub fn open(dir: &Path) -> Result<Capture> {
         let path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        Self::parse(dir, &bytes)
+    }
+
+    /// Opens a capture folder whose `manifest.json` has exactly the SHA-256
+    /// anchored for its folder name in [`ANCHOR_FILE`]; any other manifest
+    /// (edited, or a new capture not yet anchored) is refused with a message
+    /// naming the manifest, the anchor file and the line it would need.
+    pub fn open_anchored(dir: &Path) -> Result<Capture> {
+        Self::open_anchored_in(ANCHORS, dir)
+    }
+
+    fn open_anchored_in(anchors: &str, dir: &Path) -> Result<Capture> {
+        let path = dir.join("manifest.json");
+        let bytes = std::fs::read(&path).map_err(io_err(&path))?;
+        check_anchor(anchors, dir, &bytes)?;
+        Self::parse(dir, &bytes)
+    }
+
+    fn parse(dir: &Path, bytes: &[u8]) -> Result<Capture> {
+        let path = dir.join("manifest.json");
         let manifest: Manifest =
-            serde_json::from_str(&text).map_err(|e| DeviceError::Capture(format!("{}: {e}", path.display())))?;
+            serde_json::from_slice(bytes).map_err(|e| DeviceError::Capture(format!("{}: {e}", path.display())))?;
         Ok(Capture {
             dir: dir.to_path_buf(),
             manifest,
@@ -232,5 +352,59 @@ mod tests {
         assert!(c.read("a.bin").is_err());
         assert!(c.read("missing").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn anchors_parse_and_refuse() {
+        let dir = std::env::temp_dir().join(format!("mxbi-anchor-{}", std::process::id()));
+        let cap = dir.join("demo");
+        let mut w = CaptureWriter::create(&cap).unwrap();
+        w.put("a.bin", &[1, 2, 3]).unwrap();
+        w.finish("test", serde_json::json!({}), vec![]).unwrap();
+        let line = anchor_line(&cap).unwrap();
+        let good = format!("{}  captures/other/manifest.json\n{line}\n", "0".repeat(64));
+        assert_eq!(parse_anchors(&good).unwrap().len(), 2);
+        Capture::open_anchored_in(&good, &cap).unwrap();
+        // the same folder with another manifest digest, and no anchor at all
+        let wrong = format!("{}  captures/demo/manifest.json\n", "1".repeat(64));
+        let err = Capture::open_anchored_in(&wrong, &cap).err().unwrap().to_string();
+        assert!(
+            err.contains("is not the one anchored in reference/captures.sha256"),
+            "{err}"
+        );
+        assert!(err.contains(&line), "{err}");
+        let err = Capture::open_anchored_in("", &cap).err().unwrap().to_string();
+        assert!(err.contains("no capture `demo` is anchored"), "{err}");
+        // malformed anchor files
+        for bad in [
+            "abc  captures/demo/manifest.json",
+            &format!("{}  demo/manifest.json", "0".repeat(64)),
+            &format!("{} captures/demo/manifest.json", "0".repeat(64)),
+            &format!("{}  captures/a/b/manifest.json", "0".repeat(64)),
+            &format!("{}  captures/demo/manifest.json", "A".repeat(64)),
+            &format!("{line}\n{line}"),
+        ] {
+            assert!(parse_anchors(bad).is_err(), "{bad}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn compiled_in_anchors_name_every_committed_capture() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference/captures");
+        let anchored = anchors().unwrap();
+        let mut folders: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("manifest.json").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        folders.sort();
+        let mut names: Vec<String> = anchored.iter().map(|a| a.0.clone()).collect();
+        names.sort();
+        assert_eq!(names, folders, "{ANCHOR_FILE} must anchor exactly the capture folders");
+        for f in &folders {
+            Capture::open_anchored(&root.join(f)).unwrap();
+        }
     }
 }

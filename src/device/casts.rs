@@ -510,6 +510,10 @@ pub enum ChunkSelection {
     Boundary,
     /// These chunk indices (0..=255) for every conversion.
     List(Vec<u32>),
+    /// Per conversion, [`sampled_chunks`]: the boundary chunks, the
+    /// [`ORDINARY_CHUNKS`], and chunks drawn from `seed` up to
+    /// [`SAMPLE_FLOOR`] (what CI replays; the seed changes with each commit).
+    Sampled { seed: u64 },
 }
 
 impl ChunkSelection {
@@ -518,6 +522,7 @@ impl ChunkSelection {
         let mut v = match self {
             ChunkSelection::All => (0..CHUNK_COUNT).collect(),
             ChunkSelection::Boundary => boundary_chunks(conv.format),
+            ChunkSelection::Sampled { seed } => sampled_chunks(conv.format, *seed),
             ChunkSelection::List(l) => {
                 if let Some(bad) = l.iter().find(|&&c| c >= CHUNK_COUNT) {
                     return Err(DeviceError::Refused(format!(
@@ -537,8 +542,47 @@ impl ChunkSelection {
             ChunkSelection::All => "all".into(),
             ChunkSelection::Boundary => "boundary".into(),
             ChunkSelection::List(l) => format!("list:{l:?}"),
+            ChunkSelection::Sampled { seed } => format!("sampled:{seed:#018x}"),
         }
     }
+}
+
+/// Chunks of ordinary values that every sampled replay covers: chunk 0x3F
+/// holds [0.5, 2) and 0xBF holds (-2, -0.5] (so 1.0 and -1.0, bit patterns
+/// 0x3F800000 and 0xBF800000), where every format rounds mid-range values
+/// of both signs.
+pub const ORDINARY_CHUNKS: [u32; 2] = [0x3F, 0xBF];
+
+/// Chunks per conversion of a [`ChunkSelection::Sampled`] replay, at least.
+pub const SAMPLE_FLOOR: usize = 16;
+
+/// Chunks drawn from the seed per conversion, at least, even when the
+/// boundary and ordinary chunks already reach [`SAMPLE_FLOOR`].
+pub const SAMPLE_MIN_DRAWN: usize = 4;
+
+/// The chunks of a sampled replay of a conversion to `format`, ascending:
+/// [`boundary_chunks`] and [`ORDINARY_CHUNKS`], then distinct chunks drawn
+/// uniformly from the others (SplitMix64 of `seed` and the format's name, so
+/// conversions to one format share chunks and their CPU digests) until the
+/// list holds [`SAMPLE_FLOOR`] chunks and at least [`SAMPLE_MIN_DRAWN`]
+/// drawn ones. Deterministic in (`format`, `seed`).
+pub fn sampled_chunks(format: Format, seed: u64) -> Vec<u32> {
+    let mut v = boundary_chunks(format);
+    v.extend(ORDINARY_CHUNKS);
+    v.sort_unstable();
+    v.dedup();
+    let fixed = v.len();
+    let want = SAMPLE_FLOOR.max(fixed + SAMPLE_MIN_DRAWN).min(CHUNK_COUNT as usize);
+    let name_key = super::capture::digest64(format.to_string().as_bytes());
+    let mut r = crate::rng::SplitMix64::new(seed ^ name_key);
+    while v.len() < want {
+        let c = r.below(CHUNK_COUNT as u64) as u32;
+        if !v.contains(&c) {
+            v.push(c);
+        }
+    }
+    v.sort_unstable();
+    v
 }
 
 /// The chunks (by top byte of the f32 bits) that hold, for both signs: zero
@@ -833,7 +877,8 @@ pub struct ConversionReplay {
     pub name: String,
     /// Mismatches counted on the GPU machine over the whole sweep.
     pub captured_mismatches: u64,
-    pub chunks_checked: u32,
+    /// The chunks replayed (selected and swept), ascending.
+    pub chunks: Vec<u32>,
     /// Chunks whose CPU digest now differs from the stored GPU digest.
     pub chunks_differing: Vec<u32>,
     /// Of those, chunks where the GPU machine counted no mismatch: the CPU
@@ -1010,7 +1055,7 @@ pub fn replay(capture: &Capture, chunks: ChunkSelection) -> Result<CastReplayRep
         for i in picked {
             let chunk = r.chunks[i];
             let d = &cpu[&(conv.format, conv.policy(), chunk)];
-            rep.chunks_checked += 1;
+            rep.chunks.push(chunk);
             let recorded = r.chunk_mismatches[i];
             if *d != r.gpu_sha256[i] {
                 rep.chunks_differing.push(chunk);

@@ -1,17 +1,35 @@
 //! `mxbi device replay DIR`: replays capture folders on the CPU model and
-//! reports mismatches (no GPU needed). Exit code 1 on any mismatch.
+//! reports mismatches (no GPU needed). Every capture must be the one
+//! anchored in `reference/captures.sha256` (compiled in) unless
+//! `--unanchored` is given. Any mismatch ends with an error line.
+//!
+//! Without `--full` it replays what CI replays: every conform row and foil,
+//! every probe case and collective row, and for casts the boundary, ordinary
+//! and sampled chunks of `--cast-seed`; `--full` replays every cast chunk.
 
 use crate::cli::{CliError, Result};
-use crate::device::capture::Capture;
+use crate::device::capture::{Capture, ANCHOR_FILE};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
     /// A capture folder, or a folder of capture folders (reference/captures).
     pub dir: PathBuf,
-    /// Recompute every row (default: a sample of rows per case).
+    /// Recompute every cast chunk (all 2^32 inputs per conversion; slow on
+    /// few cores) instead of the sampled chunks.
     #[arg(long)]
     pub full: bool,
+    /// Seed of the sampled cast chunks (CI derives it from the commit id).
+    #[arg(long, default_value_t = 0)]
+    pub cast_seed: u64,
+    /// Replay captures that are not anchored in reference/captures.sha256
+    /// (a fresh GPU run before it is committed); every line says so.
+    #[arg(long)]
+    pub unanchored: bool,
+    /// Print one line per conform case (rows, and per foil the stored and
+    /// recomputed mismatch counts).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 fn capture_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -36,43 +54,53 @@ fn capture_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 pub fn run(a: ReplayArgs) -> Result<()> {
     let mut bad = 0usize;
     for dir in capture_dirs(&a.dir)? {
-        let cap = Capture::open(&dir)?;
+        let cap = if a.unanchored {
+            Capture::open(&dir)?
+        } else {
+            Capture::open_anchored(&dir)?
+        };
         cap.verify_all()?;
         let line = match cap.manifest.suite.as_str() {
             "conform" => {
                 use crate::device::conform::{replay, RowSelection};
-                let r = replay(
-                    &cap,
-                    if a.full {
-                        RowSelection::All
-                    } else {
-                        RowSelection::Sample
-                    },
-                )?;
-                bad += r.row_mismatches.len();
+                let r = replay(&cap, RowSelection::All)?;
+                if a.verbose {
+                    for c in &r.case_replays {
+                        println!("{}", c.line());
+                    }
+                }
+                let disagreements = r.foil_disagreements();
+                for d in &disagreements {
+                    eprintln!("{}: foil {d}", dir.display());
+                }
+                bad += r.row_mismatches.len() + disagreements.len();
+                let nd: Vec<String> = r.non_discriminating().iter().map(|c| c.id.to_string()).collect();
                 format!(
-                    "{} cases, {} rows replayed, {} rows differ from the GPU bytes",
-                    r.cases,
-                    r.rows_checked,
-                    r.row_mismatches.len()
+                    "{}; not discriminating: {}",
+                    r.totals(),
+                    if nd.is_empty() {
+                        "none".to_string()
+                    } else {
+                        nd.join(" ")
+                    }
                 )
             }
             "casts" => {
                 use crate::device::casts::{replay, ChunkSelection};
-                let r = replay(
-                    &cap,
-                    if a.full {
-                        ChunkSelection::All
-                    } else {
-                        ChunkSelection::Boundary
-                    },
-                )?;
+                let sel = if a.full {
+                    ChunkSelection::All
+                } else {
+                    ChunkSelection::Sampled { seed: a.cast_seed }
+                };
+                let r = replay(&cap, sel.clone())?;
                 let unexplained = r.unexplained();
                 bad += unexplained.len();
                 let names: Vec<&str> = unexplained.iter().map(|c| c.name.as_str()).collect();
+                let chunks: usize = r.conversions.iter().map(|c| c.chunks.len()).sum();
                 format!(
-                    "{} conversions replayed, {} differing chunks/records, unexplained: {}",
+                    "{} conversions, {chunks} chunks replayed ({}), {} differing chunks/records, unexplained: {}",
                     r.conversions.len(),
+                    sel.name(),
                     r.mismatches(),
                     if names.is_empty() {
                         "none".to_string()
@@ -116,11 +144,16 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             }
             other => format!("suite `{other}`: integrity verified (no CPU replay for this suite)"),
         };
-        println!("{}: {line}", dir.display());
+        let tag = if a.unanchored {
+            format!(" [UNANCHORED: not checked against {ANCHOR_FILE}]")
+        } else {
+            String::new()
+        };
+        println!("{}: {line}{tag}", dir.display());
     }
     if bad > 0 {
         return Err(CliError(format!(
-            "{bad} replayed rows differ from the captured GPU bytes"
+            "{bad} replayed rows, chunks or foil counts differ from the capture"
         )));
     }
     Ok(())
