@@ -17,7 +17,7 @@
 //! determinism, row-only evaluation, tile-crossing shapes, and planted errors
 //! that the comparison must catch.
 //!
-//! `PROPTEST_CASES=N` sets the property test's case count (default 600).
+//! `PROPTEST_CASES=N` sets the property test's case count (default 1000).
 
 use mxbi::format::{encode_f32, CastPolicy, Format};
 use mxbi::gemm::fast::{compute_isa, gemm_isa, Computed, Isa};
@@ -693,7 +693,7 @@ fn cases(default: u32) -> u32 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(600), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(1000), ..ProptestConfig::default() })]
 
     #[test]
     fn fast_equals_generic(
