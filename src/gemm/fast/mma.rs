@@ -9,10 +9,18 @@
 //! products of one fused sum are summed in i32 lanes when they provably fit
 //! (bf16/f16/fp8 with F <= 25, Kc <= 16 .. 32), else in i64 lanes; C is added
 //! in i64; the sum is rounded toward zero as `step::round_exact` does.
-//! Outputs whose row of A or column of B holds a non-finite value are left
-//! to the generic evaluator by the caller.
+//!
+//! MX `scale=fused` adds each element's block scale exponent to its `e`;
+//! MX `scale=block` promotes each block's partial with `s = 2^Xa * 2^Xb`
+//! (an f32 product) instead of 1.0.
+//!
+//! Specials: a non-finite input (or, fused, a NaN scale) takes part in the
+//! integer sums as a zero, and its row of A or column of B is marked; for
+//! the marked outputs every fused sum whose products include a non-finite
+//! one is then replaced by its special value (NaN for a NaN term, Inf times
+//! zero, or Infs of both signs, C included; else Inf of the Infs' sign).
 
-use super::plan::{Op, Plan};
+use super::plan::{Op, Plan, Step};
 use super::{elementwise, Isa, TileBufs};
 use crate::order::{InType, Mma};
 use rayon::prelude::*;
@@ -93,18 +101,52 @@ struct Params {
 }
 
 pub(super) struct Inputs<'a> {
+    /// A `[M, K]` and Bᵀ `[N, K]`: values, or MX element values.
     pub a: &'a [f32],
     pub bt: &'a [f32],
     pub k: usize,
     pub n: usize,
     pub rows: &'a [usize],
+    /// MX block scale exponents per element, for `scale=fused|block`.
+    pub scales: Option<Scales<'a>>,
 }
 
-/// The selected rows of C, and which of those rows of A and which columns of
-/// B hold a non-finite value (their outputs are left to the caller). None
+/// Per element (row, k) of A and (column, k) of Bᵀ the unbiased block scale
+/// exponent, `i32::MIN` for a NaN scale (0xFF).
+#[derive(Clone, Copy)]
+pub(super) struct Scales<'a> {
+    pub xa: &'a [i32],
+    pub xb: &'a [i32],
+    /// `scale=fused` (exponents inside the fused sums), else `scale=block`
+    /// (exponents at promotion).
+    pub fused: bool,
+}
+
+impl Inputs<'_> {
+    /// The scale exponent of element `x` of A when it enters the fused sums
+    /// (`scale=fused`), else 0.
+    #[inline(always)]
+    fn fused_exp_a(&self, x: usize) -> i32 {
+        match self.scales {
+            Some(s) if s.fused => s.xa[x],
+            _ => 0,
+        }
+    }
+
+    /// The same for element `x` of Bᵀ.
+    #[inline(always)]
+    fn fused_exp_b(&self, x: usize) -> i32 {
+        match self.scales {
+            Some(s) if s.fused => s.xb[x],
+            _ => 0,
+        }
+    }
+}
+
+/// The selected rows of C, every output computed (specials included). None
 /// where the kernel's integer width is insufficient, an input is not
 /// representable in the step's type, or the tree has unexpected parameters.
-pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f32>, Vec<bool>, Vec<bool>)> {
+pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32>> {
     let (k, n, rows) = (inp.k, inp.n, inp.rows);
     let fi = frac_bits(m.input);
     let emin = m.input.emin();
@@ -145,7 +187,8 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
         .zip(rows.par_iter())
         .all(|((((x, e), sg), bad), &row)| {
             for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
-                if !v.is_finite() {
+                let sx = inp.fused_exp_a(row * k + kk);
+                if !v.is_finite() || sx == i32::MIN {
                     *bad = true;
                     continue;
                 }
@@ -153,7 +196,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
                     return false;
                 };
                 x[kk] = (xv.unsigned_abs() as i64) << l;
-                e[kk] = ev;
+                e[kk] = if xv == 0 { ev } else { ev + sx };
                 sg[kk] = if xv < 0 { 0xFFFF } else { 0 };
             }
             true
@@ -174,7 +217,8 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
             for (x, bad) in bad.iter_mut().enumerate().take(16.min(n - panel * 16)) {
                 let j = panel * 16 + x;
                 for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
-                    if !v.is_finite() {
+                    let sx = inp.fused_exp_b(j * k + kk);
+                    if !v.is_finite() || sx == i32::MIN {
                         *bad = true;
                         continue;
                     }
@@ -182,7 +226,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
                         return false;
                     };
                     dst[kk * 32 + x] = xv.abs();
-                    dst[kk * 32 + 16 + x] = ev;
+                    dst[kk * 32 + 16 + x] = if xv == 0 { ev } else { ev + sx };
                     sg[kk] |= ((xv < 0) as u16) << x;
                 }
             }
@@ -217,8 +261,16 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
                     Op::Fused { ks, .. } => {
                         let mut d = std::mem::take(&mut bufs.0[st.dst]);
                         let t = Tile { r0, r1, c0, c1, ld };
-                        fused_tile(isa, narrow, inp, &dec, p, ks, &t, &bufs.0[st.src[0]], &mut d);
+                        let c = &bufs.0[st.src[0]];
+                        fused_tile(isa, narrow, inp, &dec, p, ks, &t, c, &mut d);
+                        if bad_rows[r0..r1].contains(&true) || bad_cols[c0..c1].contains(&true) {
+                            specials(inp, ks, &t, &bad_rows, &bad_cols, c, &mut d);
+                        }
                         bufs.0[st.dst] = d;
+                    }
+                    &Op::Promote { k0, .. } if inp.scales.is_some_and(|s| !s.fused) => {
+                        let t = Tile { r0, r1, c0, c1, ld };
+                        promote_scaled(inp, k0 as usize, &t, st, &mut bufs.0);
                     }
                     op => elementwise(op, st, &mut bufs.0),
                 }
@@ -235,7 +287,101 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
             out[r * n + c0..r * n + c1].copy_from_slice(&t[(r - r0) * ld..(r - r0) * ld + (c1 - c0)]);
         }
     }
-    Some((out, bad_rows, bad_cols))
+    Some(out)
+}
+
+/// For the outputs of the tile whose row of A or column of B is marked,
+/// the fused sum over `ks` with C from `c` where one of its products is not
+/// finite (`d` holds the integer result, in which those took part as zeros).
+fn specials(
+    inp: &Inputs,
+    ks: &[Option<u32>],
+    t: &Tile,
+    bad_rows: &[bool],
+    bad_cols: &[bool],
+    c: &[f32],
+    d: &mut [f32],
+) {
+    let k = inp.k;
+    let marked = bad_rows[t.r0..t.r1].iter().zip(&inp.rows[t.r0..t.r1]);
+    for (r, (&bad_row, &row)) in (t.r0..t.r1).zip(marked) {
+        for j in (t.c0..t.c1).filter(|&j| bad_row || bad_cols[j]) {
+            let (mut nan, mut pinf, mut ninf) = (false, false, false);
+            for &kx in ks.iter().flatten() {
+                let (xa, xb) = (row * k + kx as usize, j * k + kx as usize);
+                let (sa, sb) = (inp.fused_exp_a(xa), inp.fused_exp_b(xb));
+                let (a, b) = (inp.a[xa], inp.bt[xb]);
+                if sa == i32::MIN || sb == i32::MIN || a.is_nan() || b.is_nan() {
+                    nan = true;
+                } else if a.is_infinite() || b.is_infinite() {
+                    if a == 0.0 || b == 0.0 {
+                        nan = true;
+                    } else if a.is_sign_negative() != b.is_sign_negative() {
+                        ninf = true;
+                    } else {
+                        pinf = true;
+                    }
+                }
+            }
+            if !(nan || pinf || ninf) {
+                continue;
+            }
+            let at = (r - t.r0) * t.ld + j - t.c0;
+            let cv = c[at];
+            nan |= cv.is_nan();
+            pinf |= cv == f32::INFINITY;
+            ninf |= cv == f32::NEG_INFINITY;
+            d[at] = if nan || (pinf && ninf) {
+                f32::from_bits(crate::gemm::step::FUSED_NAN)
+            } else if ninf {
+                f32::NEG_INFINITY
+            } else {
+                f32::INFINITY
+            };
+        }
+    }
+}
+
+/// `2^e` as an f32, for the scale exponents -127..=127.
+#[inline]
+fn pow2_f32(e: i32) -> f32 {
+    debug_assert!((-127..=127).contains(&e));
+    if e >= -126 {
+        f32::from_bits(((e + 127) as u32) << 23)
+    } else {
+        f32::from_bits(1 << (e + 149))
+    }
+}
+
+/// MX `scale=block` promotion over the tile: `fma(s, partial, acc)` with
+/// `s = 2^Xa * 2^Xb` (rounded as an f32 product; NaN for a NaN scale) from
+/// the scales of k `k0`.
+fn promote_scaled(inp: &Inputs, k0: usize, t: &Tile, st: &Step, bufs: &mut [Vec<f32>]) {
+    let Some(sc) = inp.scales else {
+        unreachable!("promotion by block scales needs the scales")
+    };
+    let k = inp.k;
+    let mut d = std::mem::take(&mut bufs[st.dst]);
+    let (acc, part) = (&bufs[st.src[0]], &bufs[st.src[1]]);
+    for r in t.r0..t.r1 {
+        let ea = sc.xa[inp.rows[r] * k + k0];
+        let lr = (r - t.r0) * t.ld;
+        for x in 0..t.ld {
+            let j = t.c0 + x;
+            let s = if j >= t.c1 {
+                1.0 // padding columns
+            } else {
+                let eb = sc.xb[j * k + k0];
+                if ea == i32::MIN || eb == i32::MIN {
+                    f32::NAN
+                } else {
+                    pow2_f32(ea) * pow2_f32(eb)
+                }
+            };
+            d[lr + x] = s.mul_add(part[lr + x], acc[lr + x]);
+        }
+    }
+    bufs[st.dst] = d;
 }
 
 struct Tile {
@@ -660,6 +806,13 @@ mod tests {
                 Round::Rz,
             );
             assert_eq!(rz(neg, mag, exp, out).to_bits(), want.to_bits(), "{mag} {exp} {out}");
+        }
+    }
+
+    #[test]
+    fn pow2_f32_is_exact() {
+        for e in -127..=127 {
+            assert_eq!(pow2_f32(e) as f64, 2f64.powi(e), "{e}");
         }
     }
 

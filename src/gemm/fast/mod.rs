@@ -1,6 +1,5 @@
 //! Fast kernels for common order families. Each must agree bit for bit with
-//! the generic evaluator ([`super::eval`]); [`gemm`] returns None where no
-//! kernel applies.
+//! the generic evaluator ([`super::eval`]).
 //!
 //! The order's reduction tree is regrouped into tile-wide operations
 //! ([`plan`]): `fma`/`muladd` parts become GEMM kernels over the part's k
@@ -8,18 +7,37 @@
 //! across columns ([`mma`]), and the combination of parts (serial, pairwise,
 //! butterfly, promotion, output conversion) runs element-wise in the tree's
 //! own operations. Work is split into tiles of C only (never along K), so the
-//! result does not depend on the thread count. Outputs that meet an Inf or a
-//! NaN are recomputed by the generic evaluator (NaN payload propagation is
-//! then exactly the evaluator's): for `fma`/`muladd` the non-finite outputs
-//! (a non-finite value anywhere in an output's computation reaches the
-//! output), for `mma` those whose row of A or column of B is not finite.
+//! result does not depend on the thread count.
+//!
+//! # Contract: what the kernels compute, what they hand to the evaluator
+//!
+//! * Whole problems the kernels do not take ([`gemm`] returns None and the
+//!   caller runs the evaluator): MX `scale=block` with `fma`/`muladd` (exact
+//!   block-dot terms); an `mma` step whose fused sum does not fit 64-bit
+//!   integer lanes (`f=60` with `in=f32`, for instance); a tree that is not
+//!   made of chains from +0 and element-wise steps (no order of the grammar
+//!   makes one today).
+//! * Otherwise the kernels compute every output themselves, Inf and NaN
+//!   inputs included, on element inputs, MX `scale=dequant`, and, for `mma`,
+//!   MX `scale=fused` and `scale=block` (promotion by the block scales):
+//!   IEEE steps in the tree's own order, fused sums in integers with the
+//!   specials of docs/ORDERS.md (a NaN term, Inf times zero, or Infs of both
+//!   signs give NaN; else an Inf term gives Inf).
+//! * Then exactly the outputs whose value is NaN are handed to the
+//!   evaluator, which recomputes them: the kernels decide that an output is
+//!   NaN, the evaluator gives its sign and payload (IEEE steps propagate one
+//!   operand's NaN, and which operand depends on instruction selection, so
+//!   vector and scalar code may differ where NaNs meet).
+//!
+//! [`compute_isa`] returns the kernels' own values and the handed-off set, so
+//! tests check the hand-off and compare only what the kernels computed.
 
 mod fma;
 mod mma;
 mod plan;
 
 use super::{eval, Kind, Prepared};
-use crate::order::{Family, Order, OutFmt};
+use crate::order::{Family, Order, OutFmt, Tree};
 use plan::{Op, Plan, Step};
 use rayon::prelude::*;
 
@@ -71,8 +89,20 @@ impl Isa {
     }
 }
 
+/// The fast kernels' own result for the selected rows, before the hand-off
+/// to the evaluator (the module's contract, above).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Computed {
+    /// C, row-major `[rows.len(), N]`, every element as the kernels computed it.
+    pub values: Vec<f32>,
+    /// Indices into `values`, ascending, of the outputs handed to the
+    /// evaluator: exactly those whose value is NaN.
+    pub handed_off: Vec<usize>,
+}
+
 /// The selected rows of C (row-major `[rows.len(), N]`) with the fast
-/// kernels, or None where none applies.
+/// kernels (NaN outputs recomputed by the evaluator), or None where no
+/// kernel applies (the whole problem is the evaluator's).
 pub fn gemm(order: &Order, prep: &Prepared, rows: &[usize]) -> Option<Vec<f32>> {
     gemm_isa(order, prep, rows, Isa::detect())
 }
@@ -81,46 +111,67 @@ pub fn gemm(order: &Order, prep: &Prepared, rows: &[usize]) -> Option<Vec<f32>> 
 /// must run: see [`Isa::available`]); for tests.
 #[doc(hidden)]
 pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Option<Vec<f32>> {
+    let tree = order.compile(prep.terms());
+    let Computed { mut values, handed_off } = kernels(order, &tree, prep, rows, isa)?;
+    if handed_off.is_empty() {
+        return Some(values);
+    }
+    let n = prep.n;
+    let redone: Vec<f32> = handed_off
+        .par_iter()
+        .map_init(Vec::new, |scratch, &x| {
+            eval::evaluate(&tree, order, prep, rows[x / n], x % n, scratch, None)
+        })
+        .collect();
+    for (&x, v) in handed_off.iter().zip(redone) {
+        values[x] = v;
+    }
+    Some(values)
+}
+
+/// What the kernels of `isa` compute for the selected rows, and which
+/// outputs [`gemm_isa`] hands to the evaluator; None where no kernel
+/// applies. For tests of the hand-off.
+#[doc(hidden)]
+pub fn compute_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Option<Computed> {
+    kernels(order, &order.compile(prep.terms()), prep, rows, isa)
+}
+
+fn kernels(order: &Order, tree: &Tree, prep: &Prepared, rows: &[usize], isa: Isa) -> Option<Computed> {
     assert!(isa.available(), "{isa:?} is not available on this CPU");
-    let Kind::Values { a, bt } = &prep.kind else {
-        return None;
+    let (a, bt, scales) = match &prep.kind {
+        Kind::Values { a, bt } => (a, bt, None),
+        Kind::Scaled { a, bt, xa, xb, fused } => (a, bt, Some(mma::Scales { xa, xb, fused: *fused })),
+        Kind::Blocks { .. } => return None,
     };
     let (k, n) = (prep.k, prep.n);
     if rows.iter().any(|&r| r >= prep.m) {
         return None;
     }
     if rows.is_empty() || n == 0 {
-        return Some(vec![0.0; rows.len() * n]);
-    }
-    let tree = order.compile(k);
-    let plan = Plan::from_tree(&tree)?;
-    // outputs left to the generic evaluator
-    let (mut out, bad_rows, bad_cols) = match order.family {
-        // a non-finite value anywhere in an output's computation makes the
-        // output non-finite (nothing turns Inf or NaN back into a number)
-        Family::Fma | Family::MulAdd => (fma::run(&plan, a, bt, k, n, rows, isa), None, None),
-        Family::Mma(m) => {
-            let inp = mma::Inputs { a, bt, k, n, rows };
-            let (out, br, bc) = mma::run(&plan, m, &inp, isa)?;
-            (out, Some(br), Some(bc))
-        }
-    };
-    let redo = |r: usize, j: usize, v: f32| match (&bad_rows, &bad_cols) {
-        (Some(br), Some(bc)) => br[r] || bc[j],
-        _ => !v.is_finite(),
-    };
-    out.par_chunks_mut(n)
-        .zip(rows.par_iter())
-        .enumerate()
-        .for_each(|(r, (row, &i))| {
-            let mut scratch = Vec::new();
-            for (j, o) in row.iter_mut().enumerate() {
-                if redo(r, j, *o) {
-                    *o = eval::evaluate(&tree, order, prep, i, j, &mut scratch, None);
-                }
-            }
+        return Some(Computed {
+            values: vec![0.0; rows.len() * n],
+            handed_off: Vec::new(),
         });
-    Some(out)
+    }
+    let plan = Plan::from_tree(tree)?;
+    let values = match (order.family, scales) {
+        (Family::Fma | Family::MulAdd, None) => fma::run(&plan, a, bt, k, n, rows, isa),
+        (Family::Mma(m), scales) => {
+            let inp = mma::Inputs {
+                a,
+                bt,
+                k,
+                n,
+                rows,
+                scales,
+            };
+            mma::run(&plan, m, &inp, isa)?
+        }
+        (Family::Fma | Family::MulAdd, Some(_)) => return None,
+    };
+    let handed_off = (0..values.len()).filter(|&x| values[x].is_nan()).collect();
+    Some(Computed { values, handed_off })
 }
 
 /// `eval::convert_out` (RNE to bf16/f16, widened back), with `half`'s
@@ -155,6 +206,7 @@ fn elementwise(op: &Op, st: &Step, bufs: &mut [Vec<f32>]) {
             }
         }
         Op::Promote { .. } => {
+            // element inputs (or `scale=fused`): the scale is 1.0
             for ((d, acc), p) in d.iter_mut().zip(&bufs[st.src[0]]).zip(&bufs[st.src[1]]) {
                 *d = 1f32.mul_add(*p, *acc);
             }

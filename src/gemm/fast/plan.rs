@@ -26,8 +26,9 @@ pub(super) enum Op {
     },
     /// `RN(a + b)`.
     Add { a: usize, b: usize },
-    /// `fma(1.0, partial, acc)` (element inputs: no block scales).
-    Promote { acc: usize, partial: usize },
+    /// `fma(s, partial, acc)`: `s` is 1.0 for element inputs, the block
+    /// scale product at k `k0` for MX `scale=block`.
+    Promote { acc: usize, partial: usize, k0: u32 },
     /// Final RNE conversion.
     Convert { x: usize, to: OutFmt },
 }
@@ -38,7 +39,7 @@ impl Op {
             Op::Zero | Op::Chain { .. } => vec![],
             Op::Fused { c, .. } => vec![c],
             Op::Add { a, b } => vec![a, b],
-            Op::Promote { acc, partial } => vec![acc, partial],
+            Op::Promote { acc, partial, .. } => vec![acc, partial],
             Op::Convert { x, .. } => vec![x],
         }
     }
@@ -120,9 +121,10 @@ impl Plan {
                     out: *out,
                 },
                 Node::Add { a, b } => Op::Add { a: m(a)?, b: m(b)? },
-                Node::Promote { acc, partial, .. } => Op::Promote {
+                Node::Promote { acc, partial, k0 } => Op::Promote {
                     acc: m(acc)?,
                     partial: m(partial)?,
+                    k0: *k0,
                 },
                 Node::Convert { x, to } => Op::Convert { x: m(x)?, to: *to },
             };
