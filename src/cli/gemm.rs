@@ -202,14 +202,25 @@ pub fn gemm(a: GemmArgs) -> Result<()> {
 }
 
 pub fn order(a: OrderArgs) -> Result<()> {
+    // every input is checked before anything is printed
     let o = parse_order(&a.spec)?;
+    let other = match &a.diff {
+        Some(d) => {
+            let k = a.k.ok_or_else(|| CliError("--diff needs --k".into()))?;
+            let o2 = parse_order(d)?;
+            o2.check_size(k)?;
+            Some((o2, k))
+        }
+        None => None,
+    };
+    if let Some(k) = a.k {
+        o.check_size(k)?;
+    }
     match o.preset_name() {
         Some(p) => println!("{o}    (preset {p})"),
         None => println!("{o}"),
     }
-    if let Some(other) = &a.diff {
-        let k = a.k.ok_or_else(|| CliError("--diff needs --k".into()))?;
-        let o2 = parse_order(other)?;
+    if let Some((o2, k)) = other {
         match o.compile(k).diff(&o2.compile(k)) {
             None => println!("same tree for K = {k}"),
             Some(d) => println!("first difference at node {}:\n  {}\n  {}", d.index, d.left, d.right),

@@ -25,6 +25,62 @@ impl<E: std::fmt::Display> From<E> for CliError {
 
 pub type Result<T> = std::result::Result<T, CliError>;
 
+/// A message as one line: its non-empty lines, trimmed, joined by "; ".
+pub fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Clap's parse error as one line, without the `error: ` prefix, the usage
+/// block and the "For more information" hint: a list introduced by a colon
+/// (missing arguments) is joined with ", ", tips with "; ". A missing
+/// subcommand (where clap would print the whole help) becomes its usage
+/// line.
+pub fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let usage = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Usage: "))
+            .unwrap_or("mxbi <COMMAND>");
+        return format!("a subcommand is missing; usage: {usage} (see --help)");
+    }
+    let mut out = String::new();
+    let mut listing = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        if out.is_empty() {
+            out.push_str(line);
+        } else if out.ends_with(':') {
+            out.push(' ');
+            out.push_str(line);
+            listing = true;
+            continue;
+        } else if listing && !line.starts_with("tip:") {
+            out.push_str(", ");
+            out.push_str(line);
+            continue;
+        } else {
+            out.push_str("; ");
+            out.push_str(line);
+        }
+        listing = false;
+    }
+    if out.is_empty() {
+        out = format!("{:?}", e.kind());
+    }
+    out
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mxbi",
@@ -182,7 +238,21 @@ pub struct FormatsArgs {
     pub format: Option<Format>,
 }
 
+/// `RAYON_NUM_THREADS` sizes the worker pool: a number beyond
+/// [`crate::limits::MAX_THREADS`] is refused before any pool starts.
+fn check_threads_env() -> Result<()> {
+    if let Ok(v) = std::env::var("RAYON_NUM_THREADS") {
+        if let Ok(n) = v.trim().parse::<u128>() {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            crate::limits::check_at_most("RAYON_NUM_THREADS", n, crate::limits::MAX_THREADS, "MAX_THREADS")
+                .map_err(CliError)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn run(cli: Cli) -> Result<()> {
+    check_threads_env()?;
     match cli.command {
         Command::Demo => demo::run(),
         Command::Cast(a) => cast(a),
@@ -199,8 +269,16 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn load(path: &PathBuf, name: Option<&str>) -> Result<TensorData> {
-    Ok(io::load_tensor(path, name)?)
+/// Loads a tensor. An empty tensor has no bytes that bound its other
+/// dimensions, so their product (zero dimensions counted as 1) must stay
+/// within [`crate::limits::MAX_ELEMENTS`].
+fn load(path: &std::path::Path, name: Option<&str>) -> Result<TensorData> {
+    let t = io::load_tensor(path, name)?;
+    if t.numel() == 0 {
+        crate::limits::check_elements(&format!("{}: the empty tensor of shape", path.display()), t.shape())
+            .map_err(CliError)?;
+    }
+    Ok(t)
 }
 
 fn save(path: &PathBuf, t: TensorData) -> Result<()> {
@@ -355,10 +433,13 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
     let layout = AxisLayout::new(&shape, a.shape.axis, a.shape.block, a.shape.pad)?;
     let x = input_f32(&t, &a.input)?;
     let q = mx::quantize(&x, &layout, a.format, &p)?;
-    if a.stats {
+    // printed once both files are written, so a failed write prints nothing
+    let stats = if a.stats {
         let st = mx::QuantStats::compute(&x, &q, &layout, a.format)?;
-        println!("{}", serde_json::to_string(&st)?);
-    }
+        Some(serde_json::to_string(&st)?)
+    } else {
+        None
+    };
     drop(x);
     drop(t);
     let axis = if a.shape.axis < 0 {
@@ -375,10 +456,17 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
         }
     };
     save(&a.codes, TensorData::new(DType::U8, shape, q.codes)?)?;
-    save(&a.scales, TensorData::new(DType::U8, scale_shape, scales)?)
+    save(&a.scales, TensorData::new(DType::U8, scale_shape, scales)?)?;
+    if let Some(st) = stats {
+        println!("{st}");
+    }
+    Ok(())
 }
 
 fn dequantize(a: DequantizeArgs) -> Result<()> {
+    if a.dtype != "f32" && a.dtype != "f64" {
+        return Err(CliError(format!("unknown --dtype '{}'; expected f32 or f64", a.dtype)));
+    }
     let c = load(&a.codes, None)?;
     let s = load(&a.scales, None)?;
     let shape = c.shape().to_vec();
@@ -416,12 +504,13 @@ fn dequantize(a: DequantizeArgs) -> Result<()> {
     match a.dtype.as_str() {
         "f32" => {
             let (v, inexact) = mx::dequantize(codes, &scales, &layout, a.format)?;
+            save(&a.output, TensorData::from_slice(shape, &v)?)?;
             if inexact > 0 {
                 eprintln!(
                     "mxbi: warning: {inexact} values are not exactly representable in f32 and were rounded to nearest-even; use --dtype f64 for exact values"
                 );
             }
-            save(&a.output, TensorData::from_slice(shape, &v)?)
+            Ok(())
         }
         "f64" => {
             let v = mx::dequantize_f64(codes, &scales, &layout, a.format)?;

@@ -66,12 +66,12 @@ fn load_inputs(path: &Path) -> Result<Inputs> {
         files.sort();
         for f in files {
             let name = f.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            let t = io::load_tensor(&f, None)?;
+            let t = super::load(&f, None)?;
             inp.insert(&name, Tensor::from_tensor_data(&name, &t)?);
         }
     } else {
         for e in io::list_tensors(path)? {
-            let t = io::load_tensor(path, Some(&e.name))?;
+            let t = super::load(path, Some(&e.name))?;
             inp.insert(&e.name, Tensor::from_tensor_data(&e.name, &t)?);
         }
     }

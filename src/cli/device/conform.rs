@@ -25,10 +25,34 @@ pub struct ConformArgs {
     pub quick: bool,
 }
 
+/// Largest `--cases`: 2^16 random cases.
+const MAX_CASES: usize = 1 << 16;
+/// Smallest `--max-terms`: 2^16 (smaller budgets make the case generator
+/// search for a long time; the smallest case is 1 x 8 x 32).
+const MIN_MAX_TERMS: usize = 1 << 16;
+
+/// Sizes checked before anything runs.
+fn check(a: &ConformArgs) -> Result<()> {
+    if a.cases > MAX_CASES {
+        return Err(crate::cli::CliError(format!(
+            "--cases = {} is larger than the limit of {MAX_CASES} (2^16) random cases",
+            a.cases
+        )));
+    }
+    if a.max_terms < MIN_MAX_TERMS {
+        return Err(crate::cli::CliError(format!(
+            "--max-terms = {} is below the smallest useful budget, {MIN_MAX_TERMS} (2^16)",
+            a.max_terms
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(feature = "cuda")]
 pub fn run(a: ConformArgs) -> Result<()> {
     use crate::device::capture::CaptureWriter;
     use crate::device::gpu::Gpu;
+    check(&a)?;
     let mut opts = ConformOptions {
         seed: a.seed,
         random_cases: a.cases,
@@ -56,6 +80,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn run(_a: ConformArgs) -> Result<()> {
+pub fn run(a: ConformArgs) -> Result<()> {
+    check(&a)?;
     Err(crate::device::DeviceError::NotBuilt.into())
 }
