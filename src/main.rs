@@ -1,5 +1,11 @@
 use clap::Parser;
-use mxbi::cli::{clap_error_line, one_line, run, Cli};
+use mxbi::cli::{clap_error_line, one_line, run, stdout_error, write_stderr_line, Cli};
+
+/// Bad input or a failure to run: one line on stderr, exit code 2.
+fn fail(msg: &str) -> ! {
+    write_stderr_line(&format!("mxbi: error: {msg}"));
+    std::process::exit(2);
+}
 
 fn main() {
     // Behave like a Unix filter: a closed pipe (`mxbi ... | head`) ends the
@@ -17,12 +23,16 @@ fn main() {
                 // --help / --version: printed on stdout, exit code 0
                 e.exit();
             }
-            eprintln!("mxbi: error: {}", clap_error_line(&e));
-            std::process::exit(2);
+            fail(&clap_error_line(&e));
         }
     };
-    if let Err(e) = run(cli) {
-        eprintln!("mxbi: error: {}", one_line(&e.0));
-        std::process::exit(2);
+    let result = run(cli);
+    // a failed write to stdout is reported once the command has ended
+    let unwritten = stdout_error();
+    if let Err(e) = result {
+        fail(&one_line(&e.0));
+    }
+    if let Some(e) = unwritten {
+        fail(&format!("cannot write to stdout: {e}"));
     }
 }

@@ -1143,3 +1143,21 @@ fn library_entry_points_bound_sizes() {
     ));
     assert_eq!(gemm::gemm(&order, &prob(0, 5, 0), None).unwrap(), Vec::<f32>::new());
 }
+
+/// A failed write to stdout (here a full device) ends in one error line
+/// and exit code 2, not a panic from `println!`.
+#[cfg(target_os = "linux")]
+#[test]
+fn unwritable_stdout_fails_cleanly() {
+    for args in [
+        &["formats"][..],
+        &["formats", "e4m3"],
+        &["order", "fma", "--k", "1000", "--full"],
+        &["demo"],
+        &["op", "list"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = bin().args(args).stdout(full).output().unwrap();
+        fails_cleanly(&o, "cannot write to stdout: No space left on device");
+    }
+}

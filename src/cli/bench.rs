@@ -281,10 +281,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let threads = pool.current_num_threads();
     let rep = pool.install(|| measure(&a, threads))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        outln!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "mxbi bench: {} f32 elements ({} MiB in), {} threads, median of {} reps after {} warm-up",
         rep.elements,
         (rep.elements * 4) >> 20,
@@ -292,12 +292,16 @@ pub fn run(a: BenchArgs) -> Result<()> {
         rep.reps,
         rep.warmup
     );
-    println!(
+    outln!(
         "{:<26} {:>10} {:>10} {:>8} {:>10}",
-        "case", "median ms", "Melem/s", "GB/s", "x memcpy"
+        "case",
+        "median ms",
+        "Melem/s",
+        "GB/s",
+        "x memcpy"
     );
     for r in &rep.results {
-        println!(
+        outln!(
             "{:<26} {:>10.3} {:>10.1} {:>8.2} {:>10.2}",
             r.name,
             r.median_s * 1e3,

@@ -217,24 +217,24 @@ pub fn order(a: OrderArgs) -> Result<()> {
         o.check_size(k)?;
     }
     match o.preset_name() {
-        Some(p) => println!("{o}    (preset {p})"),
-        None => println!("{o}"),
+        Some(p) => outln!("{o}    (preset {p})"),
+        None => outln!("{o}"),
     }
     if let Some((o2, k)) = other {
         match o.compile(k).diff(&o2.compile(k)) {
-            None => println!("same tree for K = {k}"),
-            Some(d) => println!("first difference at node {}:\n  {}\n  {}", d.index, d.left, d.right),
+            None => outln!("same tree for K = {k}"),
+            Some(d) => outln!("first difference at node {}:\n  {}\n  {}", d.index, d.left, d.right),
         }
         return Ok(());
     }
     if let Some(k) = a.k {
         let t = o.compile(k);
-        println!("tree for K = {k}: {} nodes", t.nodes.len());
+        outln!("tree for K = {k}: {} nodes", t.nodes.len());
         if a.full {
-            print!("{}", t.listing());
-            println!("root = %{}", t.root);
+            out!("{}", t.listing());
+            outln!("root = %{}", t.root);
         } else {
-            println!("{t}");
+            outln!("{t}");
         }
     }
     Ok(())
@@ -246,9 +246,9 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     let steps = gemm::trace(&order, &l.problem(), a.row, a.col)?;
     for s in &steps {
         if a.json {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?);
         } else {
-            println!("{:<60} {:>16e}  {}", s.op, s.value, s.bits);
+            outln!("{:<60} {:>16e}  {}", s.op, s.value, s.bits);
         }
     }
     Ok(())

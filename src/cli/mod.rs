@@ -1,6 +1,25 @@
 //! The `mxbi` command line: argument parsing, file I/O and reports. All
 //! numerics live in the library modules; this module only wires them up.
 
+/// `println!` that never panics: a failed write to stdout (a full disk, a
+/// closed descriptor) is recorded, later writes are skipped, and the
+/// process ends with one error line and exit code 2 ([`stdout_error`]).
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` that never panics (see `outln!`).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($t)*))
+    };
+}
+
 pub mod bench;
 mod demo;
 mod device;
@@ -24,6 +43,40 @@ impl<E: std::fmt::Display> From<E> for CliError {
 }
 
 pub type Result<T> = std::result::Result<T, CliError>;
+
+/// The first failed write to stdout, if any.
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes to stdout; on failure records the error (see [`stdout_error`])
+/// and skips every later write instead of panicking like `println!`.
+pub fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if STDOUT_ERROR.get().is_some() {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        let _ = STDOUT_ERROR.set(e.to_string());
+    }
+}
+
+/// Flushes stdout and returns the first write error, if any: the command's
+/// output is incomplete and the process should exit with code 2.
+pub fn stdout_error() -> Option<String> {
+    use std::io::Write;
+    if STDOUT_ERROR.get().is_none() {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
+    }
+    STDOUT_ERROR.get().cloned()
+}
+
+/// Writes one line to stderr, ignoring failure (there is nowhere left to
+/// report it), unlike `eprintln!`, which panics.
+pub fn write_stderr_line(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
 
 /// A message as one line: its non-empty lines, trimmed, joined by "; ".
 pub fn one_line(msg: &str) -> String {
@@ -458,7 +511,7 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
     save(&a.codes, TensorData::new(DType::U8, shape, q.codes)?)?;
     save(&a.scales, TensorData::new(DType::U8, scale_shape, scales)?)?;
     if let Some(st) = stats {
-        println!("{st}");
+        outln!("{st}");
     }
     Ok(())
 }
@@ -506,9 +559,9 @@ fn dequantize(a: DequantizeArgs) -> Result<()> {
             let (v, inexact) = mx::dequantize(codes, &scales, &layout, a.format)?;
             save(&a.output, TensorData::from_slice(shape, &v)?)?;
             if inexact > 0 {
-                eprintln!(
+                write_stderr_line(&format!(
                     "mxbi: warning: {inexact} values are not exactly representable in f32 and were rounded to nearest-even; use --dtype f64 for exact values"
-                );
+                ));
             }
             Ok(())
         }
@@ -522,12 +575,17 @@ fn dequantize(a: DequantizeArgs) -> Result<()> {
 
 fn formats(a: FormatsArgs) -> Result<()> {
     let Some(f) = a.format else {
-        println!(
+        outln!(
             "{:<6} {:>5} {:>14} {:>5} {:>4} {:>4}",
-            "format", "bits", "max", "emax", "inf", "nan"
+            "format",
+            "bits",
+            "max",
+            "emax",
+            "inf",
+            "nan"
         );
         for f in Format::ALL {
-            println!(
+            outln!(
                 "{:<6} {:>5} {:>14e} {:>5} {:>4} {:>4}",
                 f.name(),
                 f.bits(),
@@ -540,7 +598,7 @@ fn formats(a: FormatsArgs) -> Result<()> {
         return Ok(());
     };
     let width = (f.bits() as usize).div_ceil(4);
-    println!("{:<8} {:<20} {:<26} f32 bits", "code", "bits", "value");
+    outln!("{:<8} {:<20} {:<26} f32 bits", "code", "bits", "value");
     for (c, v) in f.value_table() {
         let bits = format!("{:0w$b}", c, w = f.bits() as usize);
         let shown = if v.is_nan() {
@@ -548,7 +606,7 @@ fn formats(a: FormatsArgs) -> Result<()> {
         } else {
             format!("{v:e}")
         };
-        println!(
+        outln!(
             "0x{:0w$x}{:pad$} {:<20} {:<26} 0x{:08x}",
             c,
             "",

@@ -47,7 +47,7 @@ pub fn run(c: OpCommand) -> Result<()> {
                     ),
                     None => String::new(),
                 };
-                println!("{:<22} {}{ws}", p.name, p.description);
+                outln!("{:<22} {}{ws}", p.name, p.description);
             }
             Ok(())
         }
@@ -117,7 +117,7 @@ fn run_spec(a: RunArgs) -> Result<()> {
     });
     std::fs::write(a.out.join("provenance.json"), serde_json::to_string_pretty(&prov)?)
         .map_err(|e| CliError(format!("{}: {e}", a.out.display())))?;
-    println!(
+    outln!(
         "{} ranks, {} rows with provenance -> {}",
         out.per_rank.len(),
         out.provenance.len(),

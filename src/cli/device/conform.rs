@@ -64,7 +64,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
     }
     let gpu = Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    let report = crate::device::conform::run(&gpu, &opts, &|line| eprintln!("{line}"))?;
+    let report = crate::device::conform::run(&gpu, &opts, &|line| crate::cli::write_stderr_line(line))?;
     let mut w = CaptureWriter::create(&a.out.join("conform"))?;
     w.put_json("cases.json", &report)?;
     let notes = vec![format!(
@@ -75,7 +75,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
         report.failed.len()
     )];
     w.finish("conform", serde_json::to_value(&info)?, notes)?;
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
     Ok(())
 }
 

@@ -116,7 +116,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             }
             other => format!("suite `{other}`: integrity verified (no CPU replay for this suite)"),
         };
-        println!("{}: {line}", dir.display());
+        outln!("{}: {line}", dir.display());
     }
     if bad > 0 {
         return Err(CliError(format!(
