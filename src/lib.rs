@@ -33,6 +33,7 @@ pub mod device;
 pub mod format;
 pub mod gemm;
 pub mod io;
+pub mod limits;
 pub mod mx;
 pub mod order;
 pub mod rng;

@@ -1,5 +1,11 @@
 use clap::Parser;
-use mxbi::cli::{run, Cli};
+use mxbi::cli::{clap_error_line, one_line, run, stdout_error, write_stderr_line, Cli};
+
+/// Bad input or a failure to run: one line on stderr, exit code 2.
+fn fail(msg: &str) -> ! {
+    write_stderr_line(&format!("mxbi: error: {msg}"));
+    std::process::exit(2);
+}
 
 fn main() {
     // Behave like a Unix filter: a closed pipe (`mxbi ... | head`) ends the
@@ -9,9 +15,24 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
-    if let Err(e) = run(cli) {
-        eprintln!("mxbi: error: {}", e.0);
-        std::process::exit(2);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                // --help / --version: printed on stdout, exit code 0
+                e.exit();
+            }
+            fail(&clap_error_line(&e));
+        }
+    };
+    let result = run(cli);
+    // a failed write to stdout is reported once the command has ended
+    let unwritten = stdout_error();
+    if let Err(e) = result {
+        fail(&one_line(&e.0));
+    }
+    if let Some(e) = unwritten {
+        fail(&format!("cannot write to stdout: {e}"));
     }
 }

@@ -34,13 +34,21 @@ fn ok(o: &Output) {
     assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// Exit code 2, exactly one line on stderr mentioning `needle`.
+/// Bad input: exit code 2, nothing on stdout, and exactly one line on
+/// stderr, `mxbi: error: ...` mentioning `needle`; never a panic or abort.
 fn fails_cleanly(o: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    let out = String::from_utf8_lossy(&o.stdout);
     assert!(!err.contains("panicked"), "{err}");
-    let first = err.lines().next().unwrap_or("");
-    assert!(first.contains(needle), "expected '{needle}' in: {err}");
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(out.is_empty(), "expected nothing on stdout, got: {out}");
+    assert!(
+        err.ends_with('\n') && err.lines().count() == 1,
+        "expected exactly one line on stderr, got {} lines: {err}",
+        err.lines().count()
+    );
+    assert!(err.starts_with("mxbi: error: "), "{err}");
+    assert!(err.contains(needle), "expected '{needle}' in: {err}");
 }
 
 fn sample(n: usize) -> Vec<f32> {
@@ -561,10 +569,595 @@ fn device_commands_without_a_gpu_fail_cleanly() {
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    let o = run(&["device", "conform", "--quick", "--out", tmp("dev").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    fails_cleanly(
+        &run(&["device", "conform", "--quick", "--out", tmp("dev").to_str().unwrap()]),
+        "",
+    );
     fails_cleanly(
         &run(&["device", "replay", tmp("no-such-dir").to_str().unwrap()]),
         "no-such-dir",
     );
+}
+
+/// Runs `mxbi` in `dir` (so arguments can name fixture files directly).
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin().current_dir(dir).args(args).output().unwrap()
+}
+
+/// A `.npy` file holding only the header for `shape` (and `data`): sizes
+/// the file does not back.
+fn npy_raw(p: &Path, dtype: DType, shape: &[usize], data: &[u8]) {
+    let mut b = io::npy_header_bytes(dtype, shape).unwrap();
+    b.extend_from_slice(data);
+    std::fs::write(p, b).unwrap();
+}
+
+/// A `.safetensors` file with a hand-written header (shapes and offsets as
+/// given, no validation) followed by `data_len` zero bytes.
+fn safetensors_raw(p: &Path, header: serde_json::Value, data_len: usize) {
+    let h = header.to_string().into_bytes();
+    let mut b = (h.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(&h);
+    b.resize(b.len() + data_len, 0);
+    std::fs::write(p, b).unwrap();
+}
+
+/// The files the hostile-argument battery names, in a fresh folder.
+fn hostile_fixture() -> PathBuf {
+    let d = tmp("hostile");
+    std::fs::create_dir_all(d.join("specs")).unwrap();
+    std::fs::create_dir_all(d.join("inputs")).unwrap();
+    let f = |name: &str| d.join(name);
+    write_f32(&f("a.npy"), &[4, 64], &sample(256));
+    write_f32(&f("b.npy"), &[64, 3], &sample(192));
+    write_f32(&f("a1.npy"), &[64], &sample(64));
+    write_f32(&f("a3.npy"), &[2, 2, 64], &sample(256));
+    write_f32(&f("scalar.npy"), &[], &[1.0]);
+    let u8s = |shape: Vec<usize>, v: u8| {
+        let n = shape.iter().product();
+        TensorData::new(DType::U8, shape, vec![v; n]).unwrap()
+    };
+    io::write_tensor(f("u8.npy"), "c", &u8s(vec![2, 64], 0)).unwrap();
+    io::write_tensor(f("s.npy"), "s", &u8s(vec![2, 2], 127)).unwrap();
+    let ints: Vec<i32> = (0..32).collect();
+    io::write_tensor(f("i32.npy"), "x", &TensorData::from_slice(vec![32], &ints).unwrap()).unwrap();
+    io::write_tensor(
+        f("f64.npy"),
+        "x",
+        &TensorData::from_slice(vec![2, 32], &[0.1f64; 64]).unwrap(),
+    )
+    .unwrap();
+    // headers promising what the file does not hold, or nothing at all
+    npy_raw(&f("huge.npy"), DType::F32, &[1 << 62], &[]);
+    npy_raw(&f("overflow.npy"), DType::F32, &[1 << 40, 1 << 40], &[]);
+    npy_raw(&f("empty_rows.npy"), DType::F32, &[1 << 31, 0], &[]);
+    npy_raw(&f("empty_cols.npy"), DType::F32, &[0, 1 << 40], &[]);
+    npy_raw(&f("empty_3d.npy"), DType::F32, &[1 << 30, 1 << 30, 0], &[]);
+    npy_raw(&f("empty_k.npy"), DType::F32, &[0, 1 << 23], &[]);
+    npy_raw(&f("empty_kb.npy"), DType::F32, &[1 << 23, 0], &[]);
+    npy_raw(&f("small_empty.npy"), DType::F32, &[0, 4], &[]);
+    let mut neg = io::npy_header_bytes(DType::F32, &[7]).unwrap();
+    let at = neg.windows(4).position(|w| w == b"(7,)").unwrap();
+    neg[at + 1] = b'-';
+    std::fs::write(f("negative.npy"), neg).unwrap();
+    std::fs::write(f("zero_bytes.npy"), b"").unwrap();
+    std::fs::write(f("header_len.safetensors"), (1u64 << 62).to_le_bytes()).unwrap();
+    use serde_json::json;
+    let st = |name: &str, dt: &str, shape: serde_json::Value, bytes: usize| {
+        safetensors_raw(
+            &f(name),
+            json!({"x": {"dtype": dt, "shape": shape, "data_offsets": [0, bytes]}}),
+            bytes,
+        )
+    };
+    st("st_overflow.safetensors", "F32", json!([1u64 << 40, 1u64 << 40]), 0);
+    st("st_empty_huge.safetensors", "F32", json!([0, 1u64 << 62]), 0);
+    st("st_short.safetensors", "F32", json!([1000]), 16);
+    st("st_bool.safetensors", "BOOL", json!([4]), 4);
+    st("st_negative.safetensors", "F32", json!([-4]), 16);
+    safetensors_raw(
+        &f("st_two.safetensors"),
+        json!({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+               "y": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]}}),
+        32,
+    );
+    let spec = |name: &str, v: serde_json::Value| std::fs::write(d.join("specs").join(name), v.to_string()).unwrap();
+    spec("ok.json", json!({"preset": "rmsnorm"}));
+    spec(
+        "agmm_overflow.json",
+        json!({"preset": "agmm-v2-fixed", "m_per_rank": 1u64 << 62}),
+    );
+    spec(
+        "agmm_big.json",
+        json!({"preset": "agmm-v2-fixed", "m_per_rank": 100_000_000}),
+    );
+    spec("agmm_k.json", json!({"preset": "agmm-v2-fixed", "k": 1u64 << 40}));
+    spec(
+        "agmm_rows.json",
+        json!({"preset": "agmm-v2-fixed", "world_size": 8, "m_per_rank": 1 << 15, "n": 1}),
+    );
+    spec(
+        "mmrs_big.json",
+        json!({"preset": "mmrs-ring", "m": 1 << 30, "n": 1 << 30}),
+    );
+    spec(
+        "mmrs_world.json",
+        json!({"op": "matmul-all-reduce", "world_size": 1u64 << 20, "m": 1, "k": 1 << 20, "n": 1,
+        "order": "fma", "reduction": {"kind": "fixed"}}),
+    );
+    spec(
+        "moe_experts.json",
+        json!({"preset": "moe-grouped", "experts": u64::MAX}),
+    );
+    spec("moe_zero.json", json!({"preset": "moe-grouped", "tokens": 0}));
+    spec("norm_h.json", json!({"preset": "rmsnorm", "h": u64::MAX}));
+    spec("norm_negative.json", json!({"preset": "rmsnorm", "h": -1}));
+    spec("norm_float.json", json!({"preset": "rmsnorm", "h": 1e30}));
+    spec(
+        "norm_split.json",
+        json!({"preset": "rmsnorm", "order": "fma;split=4000000000"}),
+    );
+    spec(
+        "quant_tree.json",
+        json!({"preset": "quant-per-row", "m": 1, "n": 1, "k": 1 << 22, "order": "fma;split=4000000"}),
+    );
+    spec("unknown.json", json!({"preset": "nope"}));
+    spec(
+        "extra_field.json",
+        json!({"op": "rms-norm", "m": 1, "h": 1, "eps": 0.0, "order": "fma", "bogus": 1}),
+    );
+    std::fs::write(d.join("specs/deep.json"), "[".repeat(10_000)).unwrap();
+    std::fs::write(d.join("specs/binary.json"), b"\xff\xfe\x00").unwrap();
+    std::fs::write(d.join("specs/truncated.json"), "{\"preset\": \"rmsnorm\"").unwrap();
+    npy_raw(&d.join("inputs/x.npy"), DType::F32, &[0, 1 << 40], &[]);
+    d
+}
+
+/// Hostile arguments over every subcommand and argument in src/cli:
+/// sizes past the limits (mxbi::limits), negative and overflowing numbers,
+/// zero, products of dimensions that overflow, headers that promise more
+/// than the file holds, missing files, wrong dtypes, unknown names, clap
+/// errors. Each gives exit code 2, nothing on stdout and exactly one line.
+#[test]
+fn hostile_arguments_fail_cleanly() {
+    let d = hostile_fixture();
+    let s = |args: &str| args.to_string();
+    let q = |rest: &str| format!("quantize --format mxfp8-e4m3 --codes c.npy --scales so.npy {rest}");
+    let dq = |rest: &str| format!("dequantize --format mxfp8-e4m3 --codes u8.npy --scales s.npy y.npy {rest}");
+    let g = |rest: &str| format!("gemm --a a.npy --b b.npy --out c.npy {rest}");
+    let mx = |rest: &str| format!("gemm --a u8.npy --b u8.npy --b-layout nk --format mxfp8-e4m3 --out c.npy {rest}");
+    let t = |rest: &str| format!("trace --a a.npy --b b.npy {rest}");
+    let op = |rest: &str| format!("op run --out op_out {rest}");
+    let cases: Vec<(String, &str)> = vec![
+        // top level and clap errors
+        (s("frobnicate"), "unrecognized subcommand 'frobnicate'"),
+        (s("--bogus"), "unexpected argument '--bogus'"),
+        (s("demo extra"), "unexpected argument 'extra'"),
+        // cast
+        (
+            s("cast"),
+            "required arguments were not provided: --to <TO>, <INPUT>, <OUTPUT>",
+        ),
+        (s("cast --to e4m3 a.npy"), "<OUTPUT>"),
+        (s("cast --to e9m9 a.npy o.npy"), "unknown element format 'e9m9'"),
+        (
+            s("cast --to e4m3 --preset cublas a.npy o.npy"),
+            "unknown cast preset 'cublas'",
+        ),
+        (s("cast --to e4m3 --round sideways a.npy o.npy"), "sideways"),
+        (s("cast --to e4m3 --overflow maybe a.npy o.npy"), "maybe"),
+        (s("cast --to e4m3 --nan explode a.npy o.npy"), "explode"),
+        (s("cast --to e4m3 --round stochastic --sr-bits 0 a.npy o.npy"), "got 0"),
+        (
+            s("cast --to e4m3 --round stochastic --sr-bits 33 a.npy o.npy"),
+            "got 33",
+        ),
+        (
+            s("cast --to e4m3 --round stochastic --sr-bits 4294967296 a.npy o.npy"),
+            "--sr-bits",
+        ),
+        (s("cast --to e4m3 --round stochastic --seed -1 a.npy o.npy"), "'-1'"),
+        (
+            s("cast --to e4m3 --round stochastic --seed 18446744073709551616 a.npy o.npy"),
+            "--seed",
+        ),
+        (
+            s("cast --to e4m3 --seed 3 a.npy o.npy"),
+            "only apply with --round stochastic",
+        ),
+        (s("cast --to e4m3 i32.npy o.npy"), "got i32"),
+        (s("cast --to e4m3 u8.npy o.npy"), "got u8"),
+        (s("cast --to e4m3 missing.npy o.npy"), "missing.npy"),
+        (s("cast --to e4m3 . o.npy"), "."),
+        (s("cast --to e4m3 zero_bytes.npy o.npy"), "zero_bytes.npy"),
+        (
+            s("cast --to e4m3 negative.npy o.npy"),
+            "negative.npy: not a valid .npy file",
+        ),
+        (s("cast --to e4m3 huge.npy o.npy"), "huge.npy"),
+        (s("cast --to e4m3 overflow.npy o.npy"), "overflow"),
+        (s("cast --to e4m3 empty_cols.npy o.npy"), "2^30"),
+        (s("cast --to e4m3 header_len.safetensors o.npy"), "header length"),
+        (s("cast --to e4m3 st_overflow.safetensors o.npy"), "overflow"),
+        (s("cast --to e4m3 st_empty_huge.safetensors o.npy"), "MAX_ELEMENTS"),
+        (s("cast --to e4m3 st_short.safetensors o.npy"), "st_short.safetensors"),
+        (s("cast --to e4m3 st_bool.safetensors o.npy"), "BOOL"),
+        (
+            s("cast --to e4m3 st_negative.safetensors o.npy"),
+            "st_negative.safetensors",
+        ),
+        (
+            s("cast --to e4m3 st_two.safetensors o.npy"),
+            "a tensor name is required",
+        ),
+        (
+            s("cast --to e4m3 --name z st_two.safetensors o.npy"),
+            "no tensor named 'z'",
+        ),
+        (s("cast --to e4m3 --name"), "--name"),
+        (s("cast --to e4m3 a.npy no/such/dir/o.npy"), "no/such/dir/o.npy"),
+        (s("cast --to e4m3 a.npy o.txt"), "unknown tensor file type"),
+        // decode
+        (s("decode --from e9m9 u8.npy o.npy"), "e9m9"),
+        (s("decode --from e4m3 a.npy o.npy"), "needs uint8/uint16 codes, got f32"),
+        (s("decode --from e4m3 i32.npy o.npy"), "got i32"),
+        (s("decode --from e4m3 u8.npy o.npy --bogus"), "--bogus"),
+        (s("decode --from e4m3 st_empty_huge.safetensors o.npy"), "2^30"),
+        // quantize: block, axis, shapes, dtypes, names
+        (q("a.npy --block 9223372036854775808 --pad"), "MAX_BLOCK"),
+        (q("a.npy --block 1099511627776 --pad"), "limit of 2^20"),
+        (q("a.npy --block 2097152 --pad"), "MAX_BLOCK"),
+        (q("a.npy --block 18446744073709551616"), "--block"),
+        (q("a.npy --block 0"), "not a power of two"),
+        (q("a.npy --block 48"), "not a power of two"),
+        (q("a.npy --block -32"), "'-3'"),
+        (q("a.npy --axis 2"), "axis 2 is out of range"),
+        (q("a.npy --axis -3"), "axis -3 is out of range"),
+        (q("a.npy --axis 9223372036854775807"), "out of range"),
+        (q("a.npy --axis -9223372036854775808"), "out of range"),
+        (q("a.npy --axis 9223372036854775808"), "--axis"),
+        (q("scalar.npy"), "0-d array"),
+        (q("empty_3d.npy --axis 1"), "MAX_ELEMENTS"),
+        (q("empty_rows.npy --scale-layout swizzled-128x4"), "MAX_ELEMENTS"),
+        (q("empty_cols.npy --pad"), "MAX_ELEMENTS"),
+        (q("i32.npy"), "got i32"),
+        (q("u8.npy"), "got u8"),
+        (q("f64.npy"), "not exactly representable in f32"),
+        (q("a.npy --scale-mode sideways"), "sideways"),
+        (q("a.npy --preset cublas"), "unknown MX preset 'cublas'"),
+        (q("a.npy --no-int8-neg2"), "mxint8 only"),
+        (q("a.npy --scale-layout diagonal"), "diagonal"),
+        (q("a3.npy --scale-layout swizzled-128x4"), "2-d input"),
+        (q("a.npy --stats --round stochastic --seed -5"), "'-5'"),
+        (
+            s("quantize --format mxfp8-e4m3 a.npy --codes c.npy --scales s.txt --stats"),
+            "s.txt",
+        ),
+        (
+            s("quantize --format mxfp8-e4m3 a.npy --scales s.npy"),
+            "--codes <CODES>",
+        ),
+        (s("quantize --format mxfp9 a.npy --codes c.npy --scales s.npy"), "mxfp9"),
+        // dequantize
+        (dq("--dtype f16"), "unknown --dtype 'f16'"),
+        (dq("--block 2147483648 --pad"), "MAX_BLOCK"),
+        (dq("--axis 5"), "axis 5"),
+        (dq("--scale-layout swizzled-128x4"), "need 512 bytes, got 4"),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes a.npy --scales s.npy y.npy"),
+            "codes must be uint8",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes u8.npy --scales a.npy y.npy"),
+            "scales must be uint8",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes u8.npy --scales u8.npy y.npy"),
+            "scales have 128 elements",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes scalar.npy --scales s.npy y.npy"),
+            "0-d",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes empty_rows.npy --scales s.npy y.npy"),
+            "MAX_ELEMENTS",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes missing.npy --scales s.npy y.npy"),
+            "missing.npy",
+        ),
+        (
+            s("dequantize --format mxfp8-e4m3 --codes u8.npy --scales s.npy no/dir/y.npy"),
+            "no/dir/y.npy",
+        ),
+        // formats
+        (s("formats e9m9"), "e9m9"),
+        (s("formats e4m3 extra"), "extra"),
+        // bench
+        (s("bench --elements 0"), "positive multiple of 32"),
+        (s("bench --elements 33"), "positive multiple of 32"),
+        (s("bench --elements -32"), "'-3'"),
+        (s("bench --elements 1099511627776"), "MAX_ELEMENTS"),
+        (s("bench --elements 18446744073709551616"), "--elements"),
+        (s("bench --elements 32 --reps 0"), "at least 1"),
+        (s("bench --elements 32 --reps 9223372036854775807"), "MAX_REPS"),
+        (s("bench --elements 32 --warmup 18446744073709551615"), "MAX_REPS"),
+        (s("bench --elements 32 --threads 0"), "at least 1"),
+        (s("bench --elements 32 --threads 100000000"), "MAX_THREADS"),
+        // gemm: orders, trees, shapes, scales, rows
+        (g("--order fmx"), "unknown family 'fmx'"),
+        (g("--order fma;split=4000000000"), "MAX_TREE"),
+        (g("--order fma;lanes=2147483648"), "MAX_TREE"),
+        (g("--order mma(k=4294967295,f=25)"), "MAX_TREE"),
+        (g("--order mma(k=4294967296,f=25)"), "k=4294967296"),
+        (g("--order fma;ktile=1;tile=fresh;split=4194304"), "MAX_TREE"),
+        (g("--order fma --b-layout mn"), "unknown --b-layout 'mn'"),
+        (g("--order fma --b-layout nk"), "shape mismatch"),
+        (g("--order fma --rows 4"), "row 4 is out of range"),
+        (g("--order fma --rows 18446744073709551615"), "out of range"),
+        (g("--order fma --rows -1"), "'-1'"),
+        (g("--order fma --rows ,"), "--rows"),
+        (g("--order fma --a-scales s.npy"), "need --format"),
+        (g("--order fma --format mxfp8-e4m3"), "need --a-scales and --b-scales"),
+        (
+            g("--order fma --format mxfp8-e4m3 --a-scales s.npy --b-scales s.npy"),
+            "MX codes must be uint8",
+        ),
+        (g("--order fma --format mxfp9"), "mxfp9"),
+        (g("--order fma --out c.txt"), "--out"),
+        (
+            mx("--order fma --a-scales a.npy --b-scales s.npy"),
+            "MX codes must be uint8",
+        ),
+        (
+            mx("--order fma --a-scales u8.npy --b-scales s.npy"),
+            "A scales has 128 elements",
+        ),
+        (
+            mx("--order fma;split=4000000000 --a-scales s.npy --b-scales s.npy"),
+            "MAX_TREE",
+        ),
+        (
+            s("gemm --a a1.npy --b b.npy --order fma --out c.npy"),
+            "expected a 2-d array",
+        ),
+        (
+            s("gemm --a a3.npy --b b.npy --order fma --out c.npy"),
+            "expected a 2-d array",
+        ),
+        (
+            s("gemm --a scalar.npy --b b.npy --order fma --out c.npy"),
+            "expected a 2-d array",
+        ),
+        (s("gemm --a i32.npy --b b.npy --order fma --out c.npy"), "2-d"),
+        (
+            s("gemm --a empty_rows.npy --b small_empty.npy --order fma --out c.npy"),
+            "MAX_ELEMENTS",
+        ),
+        (
+            s("gemm --a empty_k.npy --b empty_kb.npy --order fma --out c.npy"),
+            "MAX_K",
+        ),
+        (
+            s("gemm --a missing.npy --b b.npy --order fma --out c.npy"),
+            "missing.npy",
+        ),
+        (s("gemm --a a.npy --b b.npy --order fma --out c.txt"), "c.txt"),
+        (s("gemm --a a.npy --b b.npy --order fma"), "--out <OUT>"),
+        // order
+        (s("order"), "<SPEC>"),
+        (s("order fmx"), "unknown family"),
+        (s("order fma --k 100000000000"), "MAX_K"),
+        (s("order fma --k 4194305"), "limit of 2^22"),
+        (s("order fma --k -1"), "'-1'"),
+        (s("order fma --k 18446744073709551616"), "--k"),
+        (s("order fma;split=4000000000 --k 64"), "MAX_TREE"),
+        (s("order fma;lanes=2147483648 --k 64"), "MAX_TREE"),
+        (s("order fma;lanes=4194304 --k 4194304"), "MAX_TREE"),
+        (s("order mma(k=4000000000,f=25) --k 1"), "MAX_TREE"),
+        (s("order fma --diff fma;split=2"), "--diff needs --k"),
+        (s("order fma --diff fmx --k 4"), "unknown family"),
+        (s("order fma --diff fma;split=4000000000 --k 4"), "MAX_TREE"),
+        // trace
+        (t("--order fma --row 4 --col 0"), "outside C"),
+        (t("--order fma --row 0 --col 3"), "outside C"),
+        (t("--order fma --row 18446744073709551615 --col 0"), "outside C"),
+        (t("--order fma --row -1 --col 0"), "'-1'"),
+        (t("--order fma;split=4000000000 --row 0 --col 0"), "MAX_TREE"),
+        (t("--order fma --col 0"), "--row <ROW>"),
+        // device (built without `cuda` here: sizes first, then "rebuild")
+        (s("device"), "usage: mxbi device <COMMAND>"),
+        (s("device bogus"), "unrecognized subcommand 'bogus'"),
+        (s("device info --gpu -1"), "'-1'"),
+        (s("device conform --out o --cases 18446744073709551615"), "--cases"),
+        (s("device conform --out o --max-terms 0"), "--max-terms"),
+        (s("device probe --out o --quick --cases 5"), "cannot be used with"),
+        (s("device probe --out o --cases 18446744073709551616"), "--cases"),
+        (s("device casts --out o --only bogus"), "unknown conversion `bogus`"),
+        (s("device collective --out o --world 18446744073709551616"), "--world"),
+        (s("device replay no-such-dir"), "no-such-dir"),
+        (s("device replay a.npy"), "a.npy"),
+        (s("device replay specs"), "no capture folder"),
+        // op
+        (s("op"), "usage: mxbi op <COMMAND>"),
+        (s("op list extra"), "extra"),
+        (s("op run specs/ok.json"), "--out <OUT>"),
+        (
+            s("op run specs/ok.json --out op_out"),
+            "give --inputs PATH or --generate SEED",
+        ),
+        (op("--generate 1 missing.json"), "missing.json"),
+        (op("--generate 1 specs"), "specs"),
+        (op("--generate 1 specs/binary.json"), "specs/binary.json"),
+        (op("--generate 1 specs/deep.json"), "recursion limit"),
+        (op("--generate 1 specs/truncated.json"), "not valid JSON"),
+        (op("--generate 1 specs/unknown.json"), "unknown preset 'nope'"),
+        (op("--generate 1 specs/extra_field.json"), "unknown field `bogus`"),
+        (op("--generate 1 specs/agmm_overflow.json"), "overflows"),
+        (op("--generate 1 specs/agmm_big.json"), "MAX_ELEMENTS"),
+        (op("--generate 1 specs/agmm_k.json"), "MAX_K"),
+        (op("--generate 1 specs/agmm_rows.json"), "MAX_OP_ROWS"),
+        (op("--generate 1 specs/mmrs_big.json"), "MAX_ELEMENTS"),
+        (op("--generate 1 specs/mmrs_world.json"), "MAX_WORLD"),
+        (op("--generate 1 specs/moe_experts.json"), "overflows"),
+        (op("--generate 1 specs/moe_zero.json"), "tokens must be at least 1"),
+        (op("--generate 1 specs/norm_h.json"), "h = 18446744073709551615"),
+        (op("--generate 1 specs/norm_negative.json"), "-1"),
+        (op("--generate 1 specs/norm_float.json"), "floating point"),
+        (op("--generate 1 specs/norm_split.json"), "MAX_TREE"),
+        (op("--generate 1 specs/quant_tree.json"), "MAX_TREE"),
+        (op("--generate 1 --x2-scales wobbly specs/ok.json"), "wobbly"),
+        (op("--generate 1 --inputs . specs/ok.json"), "cannot be used with"),
+        (op("--generate -1 specs/ok.json"), "'-1'"),
+        (op("--inputs missing-dir specs/ok.json"), "missing-dir"),
+        (
+            op("--inputs st_two.safetensors specs/ok.json"),
+            "input 'x' has shape [4]",
+        ),
+        (op("--inputs inputs specs/ok.json"), "MAX_ELEMENTS"),
+        (s("op run --out a.npy/sub --generate 1 specs/ok.json"), "a.npy/sub"),
+    ];
+    let mut failures = Vec::new();
+    let mut check = |args: &[&str], needle: &str| {
+        let o = run_in(&d, args);
+        if let Err(e) = std::panic::catch_unwind(|| fails_cleanly(&o, needle)) {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(format!("{args:?}: {msg}"));
+        }
+    };
+    check(&[], "subcommand is missing; usage: mxbi <COMMAND>");
+    check(&[""], "unrecognized subcommand ''");
+    for (args, needle) in &cases {
+        check(&args.split_whitespace().collect::<Vec<_>>(), needle);
+    }
+    let n = cases.len() + 2;
+    assert!(
+        failures.is_empty(),
+        "{} of {n} cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    println!("{n} hostile argument lists, each exit 2 with one line");
+}
+
+/// RAYON_NUM_THREADS sizes the worker pool: a huge value is refused before
+/// any pool starts.
+#[test]
+fn huge_thread_count_from_the_environment_fails_cleanly() {
+    let o = bin()
+        .args(["formats"])
+        .env("RAYON_NUM_THREADS", "100000000")
+        .output()
+        .unwrap();
+    fails_cleanly(&o, "RAYON_NUM_THREADS");
+    ok(&run_threads(&["formats", "e2m1"], 2));
+}
+
+/// `--help` and `--version` stay on stdout with exit code 0, and a clap
+/// error keeps its message (reduced to one line, the list joined).
+#[test]
+fn help_and_version_exit_0() {
+    for args in [
+        vec!["--help"],
+        vec!["-h"],
+        vec!["--version"],
+        vec!["-V"],
+        vec!["cast", "--help"],
+        vec!["device", "--help"],
+        vec!["op", "run", "--help"],
+        vec!["help", "quantize"],
+    ] {
+        let o = run(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.stderr.is_empty(), "{args:?}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("mxbi") || out.contains("Usage"), "{args:?}: {out}");
+    }
+    let o = run(&["--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("mxbi {}", env!("CARGO_PKG_VERSION"))
+    );
+    let o = run(&["cast", "--to", "e4m3", "--preset", "cublas", "x.npy", "y.npy"]);
+    fails_cleanly(
+        &o,
+        "mxbi: error: invalid value 'cublas' for '--preset <PRESET>': unknown cast preset 'cublas'; expected ml_dtypes, nvidia, torch or gfloat\n",
+    );
+}
+
+/// Library entry points the command line reaches refuse the same sizes
+/// (the bounds hold for library callers too).
+#[test]
+fn library_entry_points_bound_sizes() {
+    use mxbi::gemm::{self, BLayout, GemmError, Matrix, Problem};
+    use mxbi::limits::{MAX_BLOCK, MAX_K};
+    // MX layouts: block, axis and overflowing empty shapes
+    assert!(matches!(
+        AxisLayout::new(&[64], -1, MAX_BLOCK * 2, true),
+        Err(mx::MxError::Limit(_))
+    ));
+    assert!(AxisLayout::new(&[64], -1, MAX_BLOCK, true).is_ok());
+    assert!(AxisLayout::new(&[64], isize::MIN, 32, false).is_err());
+    assert!(AxisLayout::new(&[1 << 40, 1 << 40, 0], 1, 32, false).is_err());
+    // an empty tensor with a long outer extent quantizes without walking it
+    let l = AxisLayout::new(&[1 << 30, 1 << 20, 0], 1, 32, false).unwrap();
+    let p = MxPreset::Ocp.policy(MxFormat::Fp8E4M3);
+    let q = mx::quantize(&[], &l, MxFormat::Fp8E4M3, &p).unwrap();
+    assert!(q.codes.is_empty() && q.scales.is_empty());
+    // GEMM: K, output size, empty operands with huge other dimensions
+    let order = "fma".parse().unwrap();
+    let prob = |m, n, k| Problem {
+        a: Matrix::F32(&[]),
+        b: Matrix::F32(&[]),
+        m,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    };
+    for (m, n, k) in [
+        (0, 0, MAX_K + 1),
+        (1 << 62, 0, 0),
+        (1 << 20, 1 << 20, 0),
+        (0, usize::MAX, 0),
+    ] {
+        for r in [
+            gemm::gemm(&order, &prob(m, n, k), None),
+            gemm::gemm_generic(&order, &prob(m, n, k), None),
+        ] {
+            assert!(matches!(r, Err(GemmError::Limit(_))), "{m} {n} {k}: {r:?}");
+        }
+    }
+    assert!(matches!(
+        gemm::trace(&"fma;split=4000000000".parse().unwrap(), &prob(1, 1, 64), 0, 0),
+        Err(GemmError::Limit(_))
+    ));
+    assert_eq!(gemm::gemm(&order, &prob(0, 5, 0), None).unwrap(), Vec::<f32>::new());
+}
+
+/// A failed write to stdout (here a full device) ends in one error line
+/// and exit code 2, not a panic from `println!`.
+#[cfg(target_os = "linux")]
+#[test]
+fn unwritable_stdout_fails_cleanly() {
+    for args in [
+        &["formats"][..],
+        &["formats", "e4m3"],
+        &["order", "fma", "--k", "1000", "--full"],
+        &["demo"],
+        &["op", "list"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = bin().args(args).stdout(full).output().unwrap();
+        fails_cleanly(&o, "cannot write to stdout: No space left on device");
+    }
 }

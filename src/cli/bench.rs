@@ -256,30 +256,35 @@ fn measure(a: &BenchArgs, threads: usize) -> Result<Report> {
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
+    use crate::limits::{check_at_most, MAX_ELEMENTS, MAX_REPS, MAX_THREADS};
     if a.elements == 0 || !a.elements.is_multiple_of(32) {
         return Err(CliError(format!(
             "--elements must be a positive multiple of 32 (the MX block), got {}",
             a.elements
         )));
     }
+    check_at_most("--elements", a.elements, MAX_ELEMENTS, "MAX_ELEMENTS").map_err(CliError)?;
     if a.reps == 0 {
         return Err(CliError("--reps must be at least 1".into()));
     }
+    check_at_most("--reps", a.reps, MAX_REPS, "MAX_REPS").map_err(CliError)?;
+    check_at_most("--warmup", a.warmup, MAX_REPS, "MAX_REPS").map_err(CliError)?;
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(t) = a.threads {
         if t == 0 {
             return Err(CliError("--threads must be at least 1".into()));
         }
+        check_at_most("--threads", t, MAX_THREADS, "MAX_THREADS").map_err(CliError)?;
         b = b.num_threads(t);
     }
     let pool = b.build()?;
     let threads = pool.current_num_threads();
     let rep = pool.install(|| measure(&a, threads))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        outln!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "mxbi bench: {} f32 elements ({} MiB in), {} threads, median of {} reps after {} warm-up",
         rep.elements,
         (rep.elements * 4) >> 20,
@@ -287,12 +292,16 @@ pub fn run(a: BenchArgs) -> Result<()> {
         rep.reps,
         rep.warmup
     );
-    println!(
+    outln!(
         "{:<26} {:>10} {:>10} {:>8} {:>10}",
-        "case", "median ms", "Melem/s", "GB/s", "x memcpy"
+        "case",
+        "median ms",
+        "Melem/s",
+        "GB/s",
+        "x memcpy"
     );
     for r in &rep.results {
-        println!(
+        outln!(
             "{:<26} {:>10.3} {:>10.1} {:>8.2} {:>10.2}",
             r.name,
             r.median_s * 1e3,

@@ -55,11 +55,12 @@ pub fn builtin_tensor() -> (Vec<f32>, Vec<usize>) {
 pub fn run() -> Result<()> {
     let (x, shape) = builtin_tensor();
     let layout = AxisLayout::new(&shape, -1, 32, false)?;
-    println!(
+    outln!(
         "mxbi demo: a built-in {}x{} f32 tensor, MX blocks of 32 along the last axis",
-        shape[0], shape[1]
+        shape[0],
+        shape[1]
     );
-    println!("(block maxima include 511.99997 = 0x43FFFFFF, 448, 464, 449 and an f32 subnormal)\n");
+    outln!("(block maxima include 511.99997 = 0x43FFFFFF, 448, 464, 449 and an f32 subnormal)\n");
     for format in [
         MxFormat::Fp8E4M3,
         MxFormat::Fp8E5M2,
@@ -67,10 +68,17 @@ pub fn run() -> Result<()> {
         MxFormat::Fp4E2M1,
         MxFormat::Int8,
     ] {
-        println!("{format}");
-        println!(
+        outln!("{format}");
+        outln!(
             "  {:<13} {:<6} {:>7} {:>10} {:>9} {:>9} {:>13} {:>18}",
-            "preset", "scale", "scales", "vs ocp", "saturated", "to zero", "max |error|", "codes vs ocp"
+            "preset",
+            "scale",
+            "scales",
+            "vs ocp",
+            "saturated",
+            "to zero",
+            "max |error|",
+            "codes vs ocp"
         );
         let ocp = mx::quantize(&x, &layout, format, &MxPreset::Ocp.policy(format))?;
         for preset in MxPreset::ALL {
@@ -80,7 +88,7 @@ pub fn run() -> Result<()> {
             let scale_diff = q.scales.iter().zip(&ocp.scales).filter(|(a, b)| a != b).count();
             let code_diff = q.codes.iter().zip(&ocp.codes).filter(|(a, b)| a != b).count();
             let (lo, hi) = st.scale_range.unwrap_or((0, 0));
-            println!(
+            outln!(
                 "  {:<13} {:<6} {:>3}..{:<3} {:>10} {:>9} {:>9} {:>13.6e} {:>18}",
                 preset.name(),
                 p.scale_mode.name(),
@@ -93,15 +101,15 @@ pub fn run() -> Result<()> {
                 format!("{code_diff}/{}", q.codes.len()),
             );
         }
-        println!();
+        outln!();
     }
     // The log2 hazard in one line.
     let amax = f32::from_bits(0x43FF_FFFF);
     let exact = ((amax.to_bits() >> 23) as i32 - 127) - Format::E4M3.emax();
     let float_log2 = (amax.log2().floor() as i32) - Format::E4M3.emax();
-    println!(
+    outln!(
         "log2 hazard: amax = {amax} (0x43FFFFFF): exponent from the bits gives X = 2^{exact}; float32 floor(log2) gives 2^{float_log2}"
     );
-    println!("scales shown as unbiased exponents; 'saturated' = elements clamped to the element max; 'to zero' = nonzero inputs that became 0");
+    outln!("scales shown as unbiased exponents; 'saturated' = elements clamped to the element max; 'to zero' = nonzero inputs that became 0");
     Ok(())
 }

@@ -202,28 +202,39 @@ pub fn gemm(a: GemmArgs) -> Result<()> {
 }
 
 pub fn order(a: OrderArgs) -> Result<()> {
+    // every input is checked before anything is printed
     let o = parse_order(&a.spec)?;
-    match o.preset_name() {
-        Some(p) => println!("{o}    (preset {p})"),
-        None => println!("{o}"),
+    let other = match &a.diff {
+        Some(d) => {
+            let k = a.k.ok_or_else(|| CliError("--diff needs --k".into()))?;
+            let o2 = parse_order(d)?;
+            o2.check_size(k)?;
+            Some((o2, k))
+        }
+        None => None,
+    };
+    if let Some(k) = a.k {
+        o.check_size(k)?;
     }
-    if let Some(other) = &a.diff {
-        let k = a.k.ok_or_else(|| CliError("--diff needs --k".into()))?;
-        let o2 = parse_order(other)?;
+    match o.preset_name() {
+        Some(p) => outln!("{o}    (preset {p})"),
+        None => outln!("{o}"),
+    }
+    if let Some((o2, k)) = other {
         match o.compile(k).diff(&o2.compile(k)) {
-            None => println!("same tree for K = {k}"),
-            Some(d) => println!("{d}"),
+            None => outln!("same tree for K = {k}"),
+            Some(d) => outln!("{d}"),
         }
         return Ok(());
     }
     if let Some(k) = a.k {
         let t = o.compile(k);
-        println!("tree for K = {k}: {} nodes", t.nodes.len());
+        outln!("tree for K = {k}: {} nodes", t.nodes.len());
         if a.full {
-            print!("{}", t.listing());
-            println!("root = %{}", t.root);
+            out!("{}", t.listing());
+            outln!("root = %{}", t.root);
         } else {
-            println!("{t}");
+            outln!("{t}");
         }
     }
     Ok(())
@@ -235,9 +246,9 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     let steps = gemm::trace(&order, &l.problem(), a.row, a.col)?;
     for s in &steps {
         if a.json {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?);
         } else {
-            println!("{:<60} {:>16e}  {}", s.op, s.value, s.bits);
+            outln!("{:<60} {:>16e}  {}", s.op, s.value, s.bits);
         }
     }
     Ok(())

@@ -1,6 +1,25 @@
 //! The `mxbi` command line: argument parsing, file I/O and reports. All
 //! numerics live in the library modules; this module only wires them up.
 
+/// `println!` that never panics: a failed write to stdout (a full disk, a
+/// closed descriptor) is recorded, later writes are skipped, and the
+/// process ends with one error line and exit code 2 ([`stdout_error`]).
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` that never panics (see `outln!`).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($t)*))
+    };
+}
+
 pub mod bench;
 mod demo;
 mod device;
@@ -24,6 +43,96 @@ impl<E: std::fmt::Display> From<E> for CliError {
 }
 
 pub type Result<T> = std::result::Result<T, CliError>;
+
+/// The first failed write to stdout, if any.
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes to stdout; on failure records the error (see [`stdout_error`])
+/// and skips every later write instead of panicking like `println!`.
+pub fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if STDOUT_ERROR.get().is_some() {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        let _ = STDOUT_ERROR.set(e.to_string());
+    }
+}
+
+/// Flushes stdout and returns the first write error, if any: the command's
+/// output is incomplete and the process should exit with code 2.
+pub fn stdout_error() -> Option<String> {
+    use std::io::Write;
+    if STDOUT_ERROR.get().is_none() {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
+    }
+    STDOUT_ERROR.get().cloned()
+}
+
+/// Writes one line to stderr, ignoring failure (there is nowhere left to
+/// report it), unlike `eprintln!`, which panics.
+pub fn write_stderr_line(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// A message as one line: its non-empty lines, trimmed, joined by "; ".
+pub fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Clap's parse error as one line, without the `error: ` prefix, the usage
+/// block and the "For more information" hint: a list introduced by a colon
+/// (missing arguments) is joined with ", ", tips with "; ". A missing
+/// subcommand (where clap would print the whole help) becomes its usage
+/// line.
+pub fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let usage = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Usage: "))
+            .unwrap_or("mxbi <COMMAND>");
+        return format!("a subcommand is missing; usage: {usage} (see --help)");
+    }
+    let mut out = String::new();
+    let mut listing = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        if out.is_empty() {
+            out.push_str(line);
+        } else if out.ends_with(':') {
+            out.push(' ');
+            out.push_str(line);
+            listing = true;
+            continue;
+        } else if listing && !line.starts_with("tip:") {
+            out.push_str(", ");
+            out.push_str(line);
+            continue;
+        } else {
+            out.push_str("; ");
+            out.push_str(line);
+        }
+        listing = false;
+    }
+    if out.is_empty() {
+        out = format!("{:?}", e.kind());
+    }
+    out
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -182,7 +291,21 @@ pub struct FormatsArgs {
     pub format: Option<Format>,
 }
 
+/// `RAYON_NUM_THREADS` sizes the worker pool: a number beyond
+/// [`crate::limits::MAX_THREADS`] is refused before any pool starts.
+fn check_threads_env() -> Result<()> {
+    if let Ok(v) = std::env::var("RAYON_NUM_THREADS") {
+        if let Ok(n) = v.trim().parse::<u128>() {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            crate::limits::check_at_most("RAYON_NUM_THREADS", n, crate::limits::MAX_THREADS, "MAX_THREADS")
+                .map_err(CliError)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn run(cli: Cli) -> Result<()> {
+    check_threads_env()?;
     match cli.command {
         Command::Demo => demo::run(),
         Command::Cast(a) => cast(a),
@@ -199,8 +322,16 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn load(path: &PathBuf, name: Option<&str>) -> Result<TensorData> {
-    Ok(io::load_tensor(path, name)?)
+/// Loads a tensor. An empty tensor has no bytes that bound its other
+/// dimensions, so their product (zero dimensions counted as 1) must stay
+/// within [`crate::limits::MAX_ELEMENTS`].
+fn load(path: &std::path::Path, name: Option<&str>) -> Result<TensorData> {
+    let t = io::load_tensor(path, name)?;
+    if t.numel() == 0 {
+        crate::limits::check_elements(&format!("{}: the empty tensor of shape", path.display()), t.shape())
+            .map_err(CliError)?;
+    }
+    Ok(t)
 }
 
 fn save(path: &PathBuf, t: TensorData) -> Result<()> {
@@ -355,10 +486,13 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
     let layout = AxisLayout::new(&shape, a.shape.axis, a.shape.block, a.shape.pad)?;
     let x = input_f32(&t, &a.input)?;
     let q = mx::quantize(&x, &layout, a.format, &p)?;
-    if a.stats {
+    // printed once both files are written, so a failed write prints nothing
+    let stats = if a.stats {
         let st = mx::QuantStats::compute(&x, &q, &layout, a.format)?;
-        println!("{}", serde_json::to_string(&st)?);
-    }
+        Some(serde_json::to_string(&st)?)
+    } else {
+        None
+    };
     drop(x);
     drop(t);
     let axis = if a.shape.axis < 0 {
@@ -375,10 +509,17 @@ fn quantize(a: QuantizeArgs) -> Result<()> {
         }
     };
     save(&a.codes, TensorData::new(DType::U8, shape, q.codes)?)?;
-    save(&a.scales, TensorData::new(DType::U8, scale_shape, scales)?)
+    save(&a.scales, TensorData::new(DType::U8, scale_shape, scales)?)?;
+    if let Some(st) = stats {
+        outln!("{st}");
+    }
+    Ok(())
 }
 
 fn dequantize(a: DequantizeArgs) -> Result<()> {
+    if a.dtype != "f32" && a.dtype != "f64" {
+        return Err(CliError(format!("unknown --dtype '{}'; expected f32 or f64", a.dtype)));
+    }
     let c = load(&a.codes, None)?;
     let s = load(&a.scales, None)?;
     let shape = c.shape().to_vec();
@@ -416,12 +557,13 @@ fn dequantize(a: DequantizeArgs) -> Result<()> {
     match a.dtype.as_str() {
         "f32" => {
             let (v, inexact) = mx::dequantize(codes, &scales, &layout, a.format)?;
+            save(&a.output, TensorData::from_slice(shape, &v)?)?;
             if inexact > 0 {
-                eprintln!(
+                write_stderr_line(&format!(
                     "mxbi: warning: {inexact} values are not exactly representable in f32 and were rounded to nearest-even; use --dtype f64 for exact values"
-                );
+                ));
             }
-            save(&a.output, TensorData::from_slice(shape, &v)?)
+            Ok(())
         }
         "f64" => {
             let v = mx::dequantize_f64(codes, &scales, &layout, a.format)?;
@@ -433,12 +575,17 @@ fn dequantize(a: DequantizeArgs) -> Result<()> {
 
 fn formats(a: FormatsArgs) -> Result<()> {
     let Some(f) = a.format else {
-        println!(
+        outln!(
             "{:<6} {:>5} {:>14} {:>5} {:>4} {:>4}",
-            "format", "bits", "max", "emax", "inf", "nan"
+            "format",
+            "bits",
+            "max",
+            "emax",
+            "inf",
+            "nan"
         );
         for f in Format::ALL {
-            println!(
+            outln!(
                 "{:<6} {:>5} {:>14e} {:>5} {:>4} {:>4}",
                 f.name(),
                 f.bits(),
@@ -451,7 +598,7 @@ fn formats(a: FormatsArgs) -> Result<()> {
         return Ok(());
     };
     let width = (f.bits() as usize).div_ceil(4);
-    println!("{:<8} {:<20} {:<26} f32 bits", "code", "bits", "value");
+    outln!("{:<8} {:<20} {:<26} f32 bits", "code", "bits", "value");
     for (c, v) in f.value_table() {
         let bits = format!("{:0w$b}", c, w = f.bits() as usize);
         let shown = if v.is_nan() {
@@ -459,7 +606,7 @@ fn formats(a: FormatsArgs) -> Result<()> {
         } else {
             format!("{v:e}")
         };
-        println!(
+        outln!(
             "0x{:0w$x}{:pad$} {:<20} {:<26} 0x{:08x}",
             c,
             "",

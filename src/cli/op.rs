@@ -47,7 +47,7 @@ pub fn run(c: OpCommand) -> Result<()> {
                     ),
                     None => String::new(),
                 };
-                println!("{:<22} {}{ws}", p.name, p.description);
+                outln!("{:<22} {}{ws}", p.name, p.description);
             }
             Ok(())
         }
@@ -66,12 +66,12 @@ fn load_inputs(path: &Path) -> Result<Inputs> {
         files.sort();
         for f in files {
             let name = f.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-            let t = io::load_tensor(&f, None)?;
+            let t = super::load(&f, None)?;
             inp.insert(&name, Tensor::from_tensor_data(&name, &t)?);
         }
     } else {
         for e in io::list_tensors(path)? {
-            let t = io::load_tensor(path, Some(&e.name))?;
+            let t = super::load(path, Some(&e.name))?;
             inp.insert(&e.name, Tensor::from_tensor_data(&e.name, &t)?);
         }
     }
@@ -117,7 +117,7 @@ fn run_spec(a: RunArgs) -> Result<()> {
     });
     std::fs::write(a.out.join("provenance.json"), serde_json::to_string_pretty(&prov)?)
         .map_err(|e| CliError(format!("{}: {e}", a.out.display())))?;
-    println!(
+    outln!(
         "{} ranks, {} rows with provenance -> {}",
         out.per_rank.len(),
         out.provenance.len(),

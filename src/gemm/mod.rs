@@ -71,6 +71,37 @@ pub enum GemmError {
     Unsupported(String),
     #[error("row {row} is out of range (M = {m})")]
     Row { row: usize, m: usize },
+    /// A size beyond [`crate::limits`] (K, the output, the order's tree).
+    #[error("{0}")]
+    Limit(String),
+}
+
+/// Sizes checked before anything is allocated: K at most
+/// [`crate::limits::MAX_K`], the order's tree within
+/// [`crate::limits::MAX_TREE`], the output (`rows x N`) and an empty
+/// operand (no data bounds its other dimension) within
+/// [`crate::limits::MAX_ELEMENTS`] with zero dimensions counted as 1, and
+/// `M x K`, `K x N` without overflow.
+fn check_limits(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<(), GemmError> {
+    use crate::limits::{check_elements, nonzero_product};
+    let (m, n, k) = (p.m, p.n, p.k);
+    order.check_size(k).map_err(|e| GemmError::Limit(e.to_string()))?;
+    let out_rows = rows.map_or(m, |r| r.len());
+    check_elements("the output C", &[out_rows, n]).map_err(GemmError::Limit)?;
+    for (name, dims) in [("A", [m, k]), ("B", [k, n])] {
+        match nonzero_product(&dims) {
+            None => {
+                return Err(GemmError::Shape(format!(
+                    "M = {m}, N = {n}, K = {k}: the size of {name} overflows"
+                )))
+            }
+            Some(_) if dims.contains(&0) => {
+                check_elements(&format!("the empty operand {name}"), &dims).map_err(GemmError::Limit)?;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Inputs normalised for evaluation: A `[M, K]`, B transposed to `[N, K]`
@@ -316,6 +347,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
 /// Computes the selected rows (all when `rows` is None) of `C`, row-major
 /// `[rows, N]`, with the fast kernels where they apply.
 pub fn gemm(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
+    check_limits(order, p, rows)?;
     with_rows(p, rows, |q, rows| {
         let prep = prepare(order, q)?;
         if let Some(out) = fast::gemm(order, &prep, rows) {
@@ -397,6 +429,7 @@ fn with_rows<R>(
 /// The same with the generic tree evaluator only (the reference the fast
 /// kernels are tested against).
 pub fn gemm_generic(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, GemmError> {
+    check_limits(order, p, rows)?;
     with_rows(p, rows, |q, rows| {
         Ok(gemm_generic_prepared(order, &prepare(order, q)?, rows))
     })
@@ -429,6 +462,7 @@ fn gemm_generic_prepared(order: &Order, prep: &Prepared, rows: &[usize]) -> Vec<
 
 /// Every intermediate value of output (i, j), in evaluation order.
 pub fn trace(order: &Order, p: &Problem, i: usize, j: usize) -> Result<Vec<eval::TraceStep>, GemmError> {
+    check_limits(order, p, Some(&[]))?;
     let prep = prepare(order, p)?;
     if i >= prep.m || j >= prep.n {
         return Err(GemmError::Shape(format!(

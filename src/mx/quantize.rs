@@ -20,6 +20,9 @@ pub enum MxError {
     Cast(#[from] CastError),
     #[error("invalid MX policy: {0}")]
     Policy(String),
+    /// A size beyond [`crate::limits`].
+    #[error("{0}")]
+    Limit(String),
 }
 
 /// An N-d C-order array seen as `[outer, len, inner]` with blocks of `block`
@@ -36,16 +39,28 @@ pub struct AxisLayout {
 
 impl AxisLayout {
     /// `axis` may be negative (from the end). With `pad`, a final partial
-    /// block is allowed and behaves as if zero-padded.
+    /// block is allowed and behaves as if zero-padded. `block` is at most
+    /// [`crate::limits::MAX_BLOCK`]; the product of the shape's dimensions
+    /// (zero dimensions counted as 1) must not overflow.
     pub fn new(shape: &[usize], axis: isize, block: usize, pad: bool) -> Result<AxisLayout, MxError> {
         if block == 0 || !block.is_power_of_two() {
             return Err(MxError::BlockNotPow2(block));
         }
-        let ndim = shape.len();
-        let a = if axis < 0 { axis + ndim as isize } else { axis };
-        if ndim == 0 || a < 0 || a >= ndim as isize {
-            return Err(MxError::BadAxis { axis, ndim });
+        crate::limits::check_at_most("block size", block, crate::limits::MAX_BLOCK, "MAX_BLOCK")
+            .map_err(MxError::Limit)?;
+        if crate::limits::nonzero_product(shape).is_none() {
+            return Err(MxError::Shape(format!("the dimensions of {shape:?} overflow")));
         }
+        let ndim = shape.len();
+        let a = if axis < 0 {
+            axis.checked_add(ndim as isize)
+        } else {
+            Some(axis)
+        };
+        let a = match a {
+            Some(a) if ndim > 0 && a >= 0 && a < ndim as isize => a,
+            _ => return Err(MxError::BadAxis { axis, ndim }),
+        };
         let a = a as usize;
         let len = shape[a];
         if !len.is_multiple_of(block) && !pad {
@@ -393,6 +408,13 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
         )));
     }
     let coder = ElementCoder::new(format, p)?;
+    if input.is_empty() {
+        // No blocks (an empty axis, outer or inner extent): nothing to walk.
+        return Ok(Quantized {
+            codes: Vec::new(),
+            scales: Vec::new(),
+        });
+    }
     let mut codes = vec![0u8; input.len()];
     let mut scales = vec![0u8; layout.scale_count()];
     // Split outputs into per-task disjoint slices.

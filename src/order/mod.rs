@@ -174,9 +174,74 @@ impl Order {
         }
     }
 
-    /// Compile into the reduction tree for `k` terms.
+    /// Compile into the reduction tree for `k` terms. Call
+    /// [`Order::check_size`] first when `k` or the order come from outside:
+    /// compiling an unchecked size may exhaust memory.
     pub fn compile(&self, k: usize) -> Tree {
         Tree::compile(self, k)
+    }
+
+    /// Checks, before anything is allocated, that the tree for `k` terms
+    /// stays within [`crate::limits::MAX_K`] terms and
+    /// [`crate::limits::MAX_TREE`] units (an upper bound on nodes, fused-step
+    /// slots and part-list entries, which grow with K, split, lanes, fresh
+    /// tiles, promotion blocks and the mma k).
+    pub fn check_size(&self, k: usize) -> Result<(), OrderError> {
+        use crate::limits::{show, MAX_K, MAX_TREE};
+        let err = |msg: String| OrderError {
+            spec: self.to_string(),
+            msg,
+        };
+        if k > MAX_K {
+            return Err(err(format!(
+                "K = {k} is larger than the limit of {} terms (mxbi::limits::MAX_K)",
+                show(MAX_K)
+            )));
+        }
+        let units = self.tree_size_bound(k);
+        if units > MAX_TREE as u128 {
+            return Err(err(format!(
+                "the tree for K = {k} would take about {units} nodes and slots, more than the limit of {} (mxbi::limits::MAX_TREE); lower split, lanes or the mma k",
+                show(MAX_TREE)
+            )));
+        }
+        Ok(())
+    }
+
+    /// An upper bound on what [`Tree::compile`] allocates for `k` terms, in
+    /// units of one node, one fused-step slot or one part-list entry.
+    fn tree_size_bound(&self, k: usize) -> u128 {
+        let k = k as u128;
+        let (split, lanes) = (self.split as u128, self.lanes as u128);
+        // leaf parts: the lanes, or the split parts, each possibly cut into
+        // fresh tiles (at most K / T + 1 tiles per part)
+        let parts = if self.lanes > 1 {
+            lanes
+        } else {
+            match (self.tile, self.ktile) {
+                (Tile::Fresh, Some(t)) => k / t as u128 + split,
+                _ => split,
+            }
+        };
+        let steps = match self.family {
+            Family::Fma | Family::MulAdd => k,
+            Family::Mma(m) => {
+                let mk = m.k as u128;
+                // promotion blocks, at most one partial block per part
+                let blocks = self.promote.map_or(parts, |p| k / p as u128 + parts);
+                // tensor-core steps (at most one partial step per block),
+                // each with mk slots and up to four nodes, one promotion per block
+                (k / mk + blocks) * (mk + 4) + blocks
+            }
+        };
+        // the term list and the part lists (2K), a zero and a reduction add
+        // per part (butterfly lanes: a copy of the lane list per level)
+        let lane_copies = if self.lanes > 1 {
+            lanes * (128 - lanes.leading_zeros()) as u128
+        } else {
+            0
+        };
+        2 * k + steps + 4 * parts + lane_copies + 8
     }
 }
 

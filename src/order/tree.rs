@@ -274,16 +274,17 @@ fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
     let split = o.split as usize;
     let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
     let tile_of = |x: u32| x as usize / t;
-    let split_parts: Vec<Vec<u32>> = if o.interleave {
-        (0..split)
-            .map(|p| all.iter().copied().filter(|&x| tile_of(x) % split == p).collect())
-            .collect()
-    } else {
-        let chunk = k.div_ceil(split).max(1);
-        (0..split)
-            .map(|p| all.iter().copied().filter(|&x| x as usize / chunk == p).collect())
-            .collect()
-    };
+    // one pass over the terms (each part keeps increasing k order)
+    let mut split_parts: Vec<Vec<u32>> = vec![Vec::new(); split];
+    let chunk = k.div_ceil(split).max(1);
+    for &x in &all {
+        let p = if o.interleave {
+            tile_of(x) % split
+        } else {
+            x as usize / chunk
+        };
+        split_parts[p].push(x);
+    }
     // fresh tiles: each part cut into tiles of T from its own start (for
     // interleaved parts these are exactly the dealt k-tiles)
     let fresh = |part: &Vec<u32>| -> Vec<Vec<u32>> {
@@ -417,6 +418,110 @@ mod tests {
             _ => None,
         });
         assert_eq!(last.unwrap().iter().filter(|k| k.is_none()).count(), 12);
+    }
+
+    /// The split parts built in one pass equal their definition: part p of a
+    /// contiguous split holds the terms with `k / ceil(K / S) == p`, of an
+    /// interleaved split the terms whose k-tile is p modulo S.
+    #[test]
+    fn one_pass_split_parts_match_the_definition() {
+        for s in [
+            "fma;split=3",
+            "fma;split=7;reduce=pairwise",
+            "fma;split=4/interleave;ktile=16",
+            "fma;split=5/interleave;ktile=3",
+            "fma;split=2;ktile=50;tile=fresh",
+            "fma;split=64;ktile=1;tile=fresh",
+            "hopper-bf16;split=3",
+        ] {
+            let o: Order = s.parse().unwrap();
+            for k in [0usize, 1, 2, 5, 31, 100, 257] {
+                let all: Vec<u32> = (0..k as u32).collect();
+                let split = o.split as usize;
+                let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
+                let chunk = k.div_ceil(split).max(1);
+                let want: Vec<Vec<u32>> = (0..split)
+                    .map(|p| {
+                        all.iter()
+                            .copied()
+                            .filter(|&x| {
+                                if o.interleave {
+                                    (x as usize / t) % split == p
+                                } else {
+                                    x as usize / chunk == p
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let got = parts(&o, k);
+                let flat_got: Vec<u32> = got.iter().flatten().flatten().copied().collect();
+                let flat_want: Vec<u32> = want.iter().flatten().copied().collect();
+                assert_eq!(flat_got, flat_want, "{s} K={k}");
+                if o.tile == Tile::Carry {
+                    assert_eq!(got, want.into_iter().map(|p| vec![p]).collect::<Vec<_>>(), "{s} K={k}");
+                }
+            }
+        }
+    }
+
+    /// `check_size`'s estimate bounds what compile allocates (nodes,
+    /// fused-step slots, term lists), and it refuses the sizes that used to
+    /// abort.
+    #[test]
+    fn size_bound_covers_compiled_trees() {
+        for s in [
+            "fma",
+            "muladd;split=9;reduce=pairwise",
+            "fma;split=4/interleave;ktile=8",
+            "fma;ktile=3;tile=fresh;split=5",
+            "fma;lanes=32",
+            "fma;lanes=8;reduce=serial",
+            "hopper-bf16",
+            "hopper-fp8-mma-sync",
+            "ampere-bf16;split=3;reduce=pairwise",
+            "deepgemm-fp8",
+            "mma(k=64,f=25,split=mod4,c=late);promote=128;split=3",
+            "blackwell-mxf8f6f4;out=bf16",
+        ] {
+            let o: Order = s.parse().unwrap();
+            for k in [0usize, 1, 31, 64, 1000, 4096] {
+                let t = o.compile(k);
+                let slots: usize = t
+                    .nodes
+                    .iter()
+                    .map(|n| match n {
+                        Node::Fused { ks, .. } => ks.len(),
+                        _ => 0,
+                    })
+                    .sum();
+                // nodes, fused-step slots, and the term and part lists (2K)
+                let used = (t.nodes.len() + slots + 2 * k) as u128;
+                let bound = o.tree_size_bound(k);
+                assert!(used <= bound, "{s} K={k}: {used} > bound {bound}");
+                assert!(o.check_size(k).is_ok(), "{s} K={k}");
+            }
+        }
+        use crate::limits::MAX_K;
+        // every preset and the plain families fit at the largest K
+        for s in ["fma", "muladd", "fma;lanes=32", "fma;split=1024;reduce=pairwise"]
+            .into_iter()
+            .chain(crate::order::PRESETS.iter().map(|p| p.0))
+        {
+            let o: Order = s.parse().unwrap();
+            assert!(o.check_size(MAX_K).is_ok(), "{s}: {:?}", o.check_size(MAX_K));
+        }
+        for (s, k) in [
+            ("fma", MAX_K + 1),
+            ("fma", usize::MAX),
+            ("fma;split=4000000000", 64),
+            ("fma;lanes=2147483648", 64),
+            ("mma(k=4000000000,f=25)", 64),
+            ("fma;ktile=1;tile=fresh", MAX_K),
+        ] {
+            let e = s.parse::<Order>().unwrap().check_size(k).unwrap_err().to_string();
+            assert!(e.contains("limit"), "{s} K={k}: {e}");
+        }
     }
 
     #[test]

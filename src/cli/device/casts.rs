@@ -31,9 +31,11 @@ pub fn run(a: CastsArgs) -> Result<()> {
     casts::select(&a.only)?;
     let gpu = Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    println!(
+    outln!(
         "{} (sm_{}{})",
-        info.name, info.compute_capability.0, info.compute_capability.1
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1
     );
     let opts = SweepOptions {
         selection: if a.quick {
@@ -43,9 +45,13 @@ pub fn run(a: CastsArgs) -> Result<()> {
         },
         only: a.only.clone(),
     };
-    println!(
+    outln!(
         "{:<20} {:>12} {:>12}  {:<10} {:>7}  note",
-        "conversion", "inputs", "mismatches", "path", "seconds"
+        "conversion",
+        "inputs",
+        "mismatches",
+        "path",
+        "seconds"
     );
     let report = casts::run(&gpu, &opts, |r| {
         let note = match r.status {
@@ -60,7 +66,7 @@ pub fn run(a: CastsArgs) -> Result<()> {
                 r.error.as_deref().unwrap_or("").lines().next().unwrap_or("")
             ),
         };
-        println!(
+        outln!(
             "{:<20} {:>12} {:>12}  {:<10} {:>7.1}  {note}",
             r.name,
             r.inputs,
@@ -92,7 +98,7 @@ pub fn run(a: CastsArgs) -> Result<()> {
         .collect();
     let device = serde_json::to_value(&info)?;
     casts::write_capture(&dir, &report, device, notes)?;
-    println!("wrote {}", dir.display());
+    outln!("wrote {}", dir.display());
 
     let bad: Vec<&str> = report
         .conversions

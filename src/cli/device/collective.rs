@@ -20,14 +20,14 @@ pub fn run(a: CollectiveArgs) -> Result<()> {
     use crate::device::nccl::Ranks;
     let ranks = Ranks::open(a.world)?;
     let info = ranks.gpus[0].info()?;
-    let report = run(&ranks, &default_cases(a.world), &|l| eprintln!("{l}"))?;
+    let report = run(&ranks, &default_cases(a.world), &|l| crate::cli::write_stderr_line(l))?;
     let mut w = CaptureWriter::create(&a.out.join("collective"))?;
     w.put_json("cases.json", &report)?;
     let mut notes: Vec<String> = report.records.iter().flat_map(|r| r.notes.iter().cloned()).collect();
     notes.dedup();
     notes.push(format!("{} GPUs, NCCL {}", a.world, report.nccl_version));
     w.finish("collective", serde_json::to_value(&info)?, notes)?;
-    println!("{}", report.table());
+    outln!("{}", report.table());
     let bad: usize = report.records.iter().map(|r| r.mismatches).sum();
     if bad > 0 {
         return Err(crate::cli::CliError(format!(

@@ -25,10 +25,34 @@ pub struct ConformArgs {
     pub quick: bool,
 }
 
+/// Largest `--cases`: 2^16 random cases.
+const MAX_CASES: usize = 1 << 16;
+/// Smallest `--max-terms`: 2^16 (smaller budgets make the case generator
+/// search for a long time; the smallest case is 1 x 8 x 32).
+const MIN_MAX_TERMS: usize = 1 << 16;
+
+/// Sizes checked before anything runs.
+fn check(a: &ConformArgs) -> Result<()> {
+    if a.cases > MAX_CASES {
+        return Err(crate::cli::CliError(format!(
+            "--cases = {} is larger than the limit of {MAX_CASES} (2^16) random cases",
+            a.cases
+        )));
+    }
+    if a.max_terms < MIN_MAX_TERMS {
+        return Err(crate::cli::CliError(format!(
+            "--max-terms = {} is below the smallest useful budget, {MIN_MAX_TERMS} (2^16)",
+            a.max_terms
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(feature = "cuda")]
 pub fn run(a: ConformArgs) -> Result<()> {
     use crate::device::capture::CaptureWriter;
     use crate::device::gpu::Gpu;
+    check(&a)?;
     let mut opts = ConformOptions {
         seed: a.seed,
         random_cases: a.cases,
@@ -40,7 +64,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
     }
     let gpu = Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    let report = crate::device::conform::run(&gpu, &opts, &|line| eprintln!("{line}"))?;
+    let report = crate::device::conform::run(&gpu, &opts, &|line| crate::cli::write_stderr_line(line))?;
     let mut w = CaptureWriter::create(&a.out.join("conform"))?;
     w.put_json("cases.json", &report)?;
     let notes = vec![
@@ -60,11 +84,12 @@ pub fn run(a: ConformArgs) -> Result<()> {
         ),
     ];
     w.finish("conform", serde_json::to_value(&info)?, notes)?;
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
     Ok(())
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn run(_a: ConformArgs) -> Result<()> {
+pub fn run(a: ConformArgs) -> Result<()> {
+    check(&a)?;
     Err(crate::device::DeviceError::NotBuilt.into())
 }

@@ -58,9 +58,9 @@ fn info(a: InfoArgs) -> Result<()> {
     let gpu = crate::device::gpu::Gpu::open(a.gpu)?;
     let info = gpu.info()?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        outln!("{}", serde_json::to_string_pretty(&info)?);
     } else {
-        println!("{info}");
+        outln!("{info}");
     }
     Ok(())
 }

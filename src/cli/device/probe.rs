@@ -45,16 +45,16 @@ pub fn run(a: ProbeArgs) -> Result<()> {
     probe::select(&opts.only)?;
     let gpu = Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    println!("{info}\n");
+    outln!("{info}\n");
     let t0 = std::time::Instant::now();
     let report = probe::run(&gpu, &opts)?;
-    print!("{}", report.table());
+    out!("{}", report.table());
     for (name, why) in &report.failures {
-        println!("\n{name}: {why}");
+        outln!("\n{name}: {why}");
     }
     for r in &report.results {
         if let Some(m) = r.mismatches.first() {
-            println!(
+            outln!(
                 "\n{}: {} mismatches; first: case {} (tile {}, r {}, n {}, {}) gpu {} [0x{:08x}] model {} [0x{:08x}] c {}",
                 r.record.name,
                 r.record.mismatches,
@@ -76,7 +76,7 @@ pub fn run(a: ProbeArgs) -> Result<()> {
                 .filter(|(_, c)| c.mismatches > 0)
                 .map(|(k, c)| format!("{k} {}/{}", c.mismatches, c.cases))
                 .collect();
-            println!("  mismatches by class: {}", bad.join(", "));
+            outln!("  mismatches by class: {}", bad.join(", "));
         }
     }
     let dir = a.out.join("probe");
@@ -84,9 +84,9 @@ pub fn run(a: ProbeArgs) -> Result<()> {
         let notes = report.failures.iter().map(|(n, w)| format!("{n}: {w}")).collect();
         let device = serde_json::to_value(&info)?;
         probe::write_capture(&dir, &report.results, device, notes)?;
-        println!("\ncapture written to {}", dir.display());
+        outln!("\ncapture written to {}", dir.display());
     }
-    println!("total {:.1} s", t0.elapsed().as_secs_f64());
+    outln!("total {:.1} s", t0.elapsed().as_secs_f64());
     let mismatching = report.results.iter().filter(|r| r.record.mismatches > 0).count();
     if !report.failures.is_empty() || mismatching > 0 {
         return Err(CliError(format!(

@@ -149,7 +149,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         } else {
             String::new()
         };
-        println!("{}: {line}{tag}", dir.display());
+        outln!("{}: {line}{tag}", dir.display());
     }
     if bad > 0 {
         return Err(CliError(format!(

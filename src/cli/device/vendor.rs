@@ -21,7 +21,7 @@ pub fn run(a: VendorArgs) -> Result<()> {
     use crate::device::vendor;
     let gpu = crate::device::gpu::Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    eprintln!("{info}");
+    crate::cli::write_stderr_line(&info.to_string());
     let opts = if a.quick {
         vendor::VendorOptions::quick()
     } else {
@@ -29,16 +29,16 @@ pub fn run(a: VendorArgs) -> Result<()> {
     };
     let result = vendor::run(&gpu, &opts)?;
     let markdown = vendor::render_markdown(&result.report);
-    println!("{markdown}");
+    outln!("{markdown}");
     let dir = a.out.join("vendor");
     let manifest = vendor::write_capture(&dir, &result, serde_json::to_value(&info)?, result.report.notes.clone())?;
     let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
-    eprintln!(
+    crate::cli::write_stderr_line(&format!(
         "capture: {} ({} files, {} bytes)",
         dir.display(),
         manifest.files.len(),
         bytes
-    );
+    ));
     Ok(())
 }
 
