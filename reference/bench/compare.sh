@@ -48,6 +48,7 @@ fi
 echo "compare.sh: building the release binary" >&2
 cargo build --release --quiet --bin mxbi
 mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR/results.json"
 
 cpu_model="$(lscpu 2>/dev/null | awk -F: '/^Model name:/{sub(/^ +/, "", $2); print $2; exit}')"
 cpu_ids="$(lscpu 2>/dev/null | awk -F: '/^CPU family:/{gsub(/ /,"",$2); f=$2} /^Model:/{gsub(/ /,"",$2); m=$2} END{print "family " f ", model " m}')"
@@ -66,9 +67,16 @@ git diff --quiet HEAD -- src 2>/dev/null || rev="$rev + uncommitted changes unde
 } > "$OUT_DIR/run.md"
 
 # OpenBLAS picks its kernel for this CPU only with these unset.
+# paired.py exits 1 (after writing results.json) when a peer's bytes differ
+# from mxbi's; the report is still written, then this script exits 1.
+status=0
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS \
   "$PYTHON" reference/bench/paired.py --mxbi "$ROOT/target/release/mxbi" --out "$OUT_DIR" \
-  --elements "$ELEMENTS" --rounds "$ROUNDS" --window "$WINDOW"
+  --elements "$ELEMENTS" --rounds "$ROUNDS" --window "$WINDOW" || status=$?
+if [[ $status -ne 0 && $status -ne 1 ]] || [[ ! -f "$OUT_DIR/results.json" ]]; then
+  echo "compare.sh: paired.py failed (exit $status)" >&2
+  exit 2
+fi
 "$PYTHON" reference/bench/report.py "$OUT_DIR/results.json" > "$OUT_DIR/tables.md"
 if (( ROUNDS < 5 )); then
   echo "**ROUNDS=$ROUNDS: fewer than 5 paired rounds; not for the table.**" >> "$OUT_DIR/run.md"
@@ -77,3 +85,4 @@ fi
 cat "$OUT_DIR/run.md" "$OUT_DIR/tables.md" > "$OUT_DIR/report.md"
 cat "$OUT_DIR/report.md"
 echo "(results.json and report.md in $OUT_DIR)" >&2
+exit "$status"
