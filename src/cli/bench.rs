@@ -617,3 +617,31 @@ pub fn run(a: BenchArgs) -> Result<()> {
     println!("(reference/bench/compare.sh times mxbi against its peers, paired; see docs/PERFORMANCE.md)");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every listed case has a branch (no `unreachable!`), unknown names are
+    /// refused, and the written outputs are the library's bytes.
+    #[test]
+    fn every_case_runs_and_outputs_are_the_library_bytes() {
+        let mut b = Bench::new(8192).unwrap();
+        for c in CASES {
+            b.call(c.name).unwrap_or_else(|e| panic!("{}: {}", c.name, e.0));
+        }
+        assert!(b.call("no_such_case").is_err());
+        assert!(b.output("memcpy").is_err());
+        let fmt = MxFormat::Fp8E4M3;
+        let q = mx::quantize(&b.x, &b.layout, fmt, &MxPreset::Nvidia.policy(fmt)).unwrap();
+        let mut want = q.codes;
+        want.extend_from_slice(&q.scales);
+        assert_eq!(b.output("mxfp8_e4m3_nvidia_rceil").unwrap(), want);
+        let p = CastPreset::MlDtypes.policy(Format::E4M3);
+        let want: Vec<u8> =
+            b.x.iter()
+                .map(|&v| format::encode_f32(v, Format::E4M3, &p, 0).unwrap() as u8)
+                .collect();
+        assert_eq!(b.output("cast_e4m3_ml_dtypes").unwrap(), want);
+    }
+}
