@@ -11,7 +11,7 @@
 //! * `encode_scalar`: `encode_f32` one value at a time, e4m3.
 //!
 //! `cargo bench --bench formats`. No timing is asserted anywhere; the
-//! figures that matter are in docs/PERFORMANCE.md (`mxbi bench`).
+//! figures that matter are in docs/PERFORMANCE.md (`reference/bench/compare.sh`).
 
 mod common;
 

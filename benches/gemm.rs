@@ -10,7 +10,8 @@
 //!
 //! Throughput is in FLOP (2 per product). `cargo bench --bench gemm`. No
 //! timing is asserted anywhere; the figures that matter are in
-//! docs/PERFORMANCE.md. The numpy peer is `reference/bench/gemm_peer.py`.
+//! docs/PERFORMANCE.md. The numpy peer (`numpy_matmul_2048`) is timed
+//! by `reference/bench/compare.sh`.
 
 mod common;
 

@@ -1,14 +1,15 @@
 //! Criterion benches of MX block quantization: MXFP8-e4m3, block 32 along
-//! the last axis, OCP (FLOOR) and NVIDIA (RCEIL) presets, and exact
+//! the last axis, OCP (FLOOR) and NVIDIA (RCEIL) presets, allocating
+//! (`quantize`) and into reused buffers (`quantize_into`), and exact
 //! dequantization (f32 and f64).
 //!
 //! `cargo bench --bench mx`. No timing is asserted anywhere; the figures that
-//! matter are in docs/PERFORMANCE.md (`mxbi bench`).
+//! matter are in docs/PERFORMANCE.md (`reference/bench/compare.sh`).
 
 mod common;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mxbi::mx::{dequantize, dequantize_f64, quantize, AxisLayout, MxFormat, MxPreset};
+use mxbi::mx::{dequantize, dequantize_f64, quantize, quantize_into, AxisLayout, MxFormat, MxPreset};
 
 const ROWS: usize = 256;
 const COLS: usize = 4096;
@@ -24,6 +25,14 @@ fn quantize_mxfp8(c: &mut Criterion) {
         let p = preset.policy(MxFormat::Fp8E4M3);
         g.bench_with_input(BenchmarkId::from_parameter(label), &p, |b, p| {
             b.iter(|| black_box(quantize(black_box(&x), &layout, MxFormat::Fp8E4M3, p).unwrap()))
+        });
+        // the same into reused buffers (no allocation, no first-touch faults)
+        let (mut codes, mut scales) = (vec![1u8; N], vec![1u8; layout.scale_count()]);
+        g.bench_with_input(BenchmarkId::new("into", label), &p, |b, p| {
+            b.iter(|| {
+                quantize_into(black_box(&x), &layout, MxFormat::Fp8E4M3, p, &mut codes, &mut scales).unwrap();
+                black_box((&codes, &scales));
+            })
         });
     }
     g.finish();

@@ -1,56 +1,88 @@
 #!/usr/bin/env bash
-# One command: build release, run `mxbi bench --json` (all threads and one
-# thread) and the Python peers in the same run, print markdown ratio tables.
+# The performance table in one command (docs/PERFORMANCE.md):
 #
-#   bash reference/bench/compare.sh [N]          # N defaults to 2^24
+#   bash reference/bench/compare.sh
 #
-# Environment:
-#   PYTHON   interpreter with numpy, ml_dtypes (and torch/torchao for the
-#            torchao peer); default reference/.venv/bin/python
-#   OUT_DIR  where the JSON and the markdown go; default target/bench-compare
-#   REPS     timed repetitions for mxbi (default 9); PEER_REPS for peers (5)
+# 1. Python: $PYTHON if set; else reference/.venv (the oracle environment of
+#    reference/requirements.txt) when it imports numpy, ml_dtypes and torchao;
+#    else reference/bench/.venv, created here on first use
+#    (git-ignored) and filled from reference/bench/requirements.txt with pip
+#    (numpy, ml_dtypes, threadpoolctl; no torch: the torchao rows are then
+#    skipped and say so).
+# 2. Builds the release binary (cargo build --release --bin mxbi).
+# 3. Runs reference/bench/paired.py: mxbi (`mxbi bench --serve`) and each
+#    named peer measured alternately, ROUNDS paired rounds per comparison.
+# 4. Writes target/bench-compare/{results.json,report.md} and prints the report.
+#
+# Environment: ROUNDS (default 7, at least 5 for the table), WINDOW (seconds
+# per side per round, default 0.25), ELEMENTS (default 16777216 = 2^24),
+# OUT_DIR (default target/bench-compare), PYTHON.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-N="${1:-16777216}"
-REPS="${REPS:-9}"
-PEER_REPS="${PEER_REPS:-5}"
+ROUNDS="${ROUNDS:-7}"
+WINDOW="${WINDOW:-0.25}"
+ELEMENTS="${ELEMENTS:-16777216}"
 OUT_DIR="${OUT_DIR:-$ROOT/target/bench-compare}"
-PYTHON="${PYTHON:-$ROOT/reference/.venv/bin/python}"
-if [[ ! -x "$PYTHON" ]]; then
-  echo "compare.sh: no Python at $PYTHON (set PYTHON=...; it needs numpy, ml_dtypes, torch, torchao)" >&2
-  exit 2
+VENV="$ROOT/reference/bench/.venv"
+
+if [[ -z "${PYTHON:-}" ]]; then
+  if [[ -x reference/.venv/bin/python ]] &&
+     reference/.venv/bin/python -c 'import numpy, ml_dtypes, torchao' 2>/dev/null; then
+    PYTHON="$ROOT/reference/.venv/bin/python"
+  else
+    if ! "$VENV/bin/python" -c 'import numpy, ml_dtypes, threadpoolctl' 2>/dev/null; then
+      echo "compare.sh: creating $VENV (pip: reference/bench/requirements.txt)" >&2
+      python3 -m venv "$VENV"
+      "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r reference/bench/requirements.txt
+    fi
+    PYTHON="$VENV/bin/python"
+  fi
 fi
-mkdir -p "$OUT_DIR"
+"$PYTHON" -c 'import numpy, ml_dtypes' || {
+  echo "compare.sh: $PYTHON cannot import numpy and ml_dtypes" >&2
+  exit 2
+}
 
+echo "compare.sh: building the release binary" >&2
 cargo build --release --quiet --bin mxbi
-MXBI="$ROOT/target/release/mxbi"
+mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR/results.json"
 
+cpu_model="$(lscpu 2>/dev/null | awk -F: '/^Model name:/{sub(/^ +/, "", $2); print $2; exit}')"
+cpu_ids="$(lscpu 2>/dev/null | awk -F: '/^CPU family:/{gsub(/ /,"",$2); f=$2} /^Model:/{gsub(/ /,"",$2); m=$2} END{print "family " f ", model " m}')"
+mem="$(awk '/^MemTotal:/{printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+rev="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+git diff --quiet HEAD -- src 2>/dev/null || rev="$rev + uncommitted changes under src/"
 {
   echo "## Run"
   echo
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
-       "($(lscpu 2>/dev/null | awk -F: '/^Model:/{gsub(/ /,"",$2); print "model " $2}'))"
+  echo "- machine: $(nproc) CPUs, ${cpu_model:-unknown model} ($cpu_ids), $mem RAM"
   echo "- kernel: $(uname -r); rustc: $(rustc --version)"
-  echo "- mxbi: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted src changes')"
-  echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- command: \`bash reference/bench/compare.sh $N\` (REPS=$REPS PEER_REPS=$PEER_REPS), which ran:"
-  echo "  - \`mxbi bench --elements $N --reps $REPS --json\`"
-  echo "  - \`mxbi bench --elements $N --reps $REPS --threads 1 --json\`"
-  echo "  - \`python reference/bench/peers.py --elements $N --reps $PEER_REPS\`"
+  echo "- mxbi: $rev"
+  echo "- command: \`bash reference/bench/compare.sh\` (ROUNDS=$ROUNDS WINDOW=$WINDOW ELEMENTS=$ELEMENTS)"
   echo
 } > "$OUT_DIR/run.md"
 
-"$MXBI" bench --elements "$N" --reps "$REPS" --json > "$OUT_DIR/mxbi.json"
-"$MXBI" bench --elements "$N" --reps "$REPS" --threads 1 --json > "$OUT_DIR/mxbi_1thread.json"
-"$PYTHON" reference/bench/peers.py --elements "$N" --reps "$PEER_REPS" > "$OUT_DIR/peers.json" \
-  2> >(grep -v 'register_constant\|^ *_\?torch\._\|is an Enum subclass' >&2)
-echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT_DIR/run.md"
-echo >> "$OUT_DIR/run.md"
-
-"$PYTHON" reference/bench/report.py "$OUT_DIR/mxbi.json" "$OUT_DIR/mxbi_1thread.json" "$OUT_DIR/peers.json" \
-  > "$OUT_DIR/tables.md"
-cat "$OUT_DIR/run.md" "$OUT_DIR/tables.md" | tee "$OUT_DIR/report.md"
-echo "(JSON and report.md in $OUT_DIR)" >&2
+# OpenBLAS picks its kernel for this CPU only with these unset.
+# paired.py exits 1 (after writing results.json) when a peer's bytes differ
+# from mxbi's; the report is still written, then this script exits 1.
+status=0
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS \
+  "$PYTHON" reference/bench/paired.py --mxbi "$ROOT/target/release/mxbi" --out "$OUT_DIR" \
+  --elements "$ELEMENTS" --rounds "$ROUNDS" --window "$WINDOW" || status=$?
+if [[ $status -ne 0 && $status -ne 1 ]] || [[ ! -f "$OUT_DIR/results.json" ]]; then
+  echo "compare.sh: paired.py failed (exit $status)" >&2
+  exit 2
+fi
+"$PYTHON" reference/bench/report.py "$OUT_DIR/results.json" > "$OUT_DIR/tables.md"
+if (( ROUNDS < 5 )); then
+  echo "**ROUNDS=$ROUNDS: fewer than 5 paired rounds; not for the table.**" >> "$OUT_DIR/run.md"
+  echo >> "$OUT_DIR/run.md"
+fi
+cat "$OUT_DIR/run.md" "$OUT_DIR/tables.md" > "$OUT_DIR/report.md"
+cat "$OUT_DIR/report.md"
+echo "(results.json and report.md in $OUT_DIR)" >&2
+exit "$status"

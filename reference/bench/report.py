@@ -1,29 +1,18 @@
 #!/usr/bin/env python3
-"""Markdown tables of ratios from `mxbi bench --json` and peers.py output.
+"""Markdown tables from paired.py's results.json (see docs/PERFORMANCE.md).
 
-Usage: report.py MXBI.json [MXBI_1THREAD.json] PEERS.json
+Usage: report.py RESULTS.json
 
-A speedup is peer median time / mxbi median time (higher is better); the
-memcpy ratio is mxbi median time / memcpy median time, both from the same
-`mxbi bench` process (lower is better).
+Every ratio is the median of the per-round ratios of paired rounds, with
+their min and max; a target is judged at the median ("held in every round"
+says whether the worst round met it too).
 """
 import json
 import sys
 
-# (mxbi case, peer case, issue target speedup or None for context only)
-PAIRS = [
-    ("cast_e4m3_ml_dtypes", "ml_dtypes_astype_e4m3", 10.0),
-    ("cast_e4m3_nvidia", "ml_dtypes_astype_e4m3", None),
-    ("mxfp8_e4m3_ocp_floor", "torchao_to_mx_floor", 4.0),
-    ("mxfp8_e4m3_nvidia_rceil", "torchao_to_mx_rceil", 4.0),
-    ("mxfp8_e4m3_ocp_floor", "numpy_mx_e4m3_floor", 20.0),
-    ("mxfp8_e4m3_nvidia_rceil", "numpy_mx_e4m3_floor", None),
-]
-MEMCPY_TARGET = 2.0
 
-
-def by_name(rep):
-    return {r["name"]: r for r in rep["results"]}
+def ms(s):
+    return f"{s * 1e3:.2f}"
 
 
 def verdict(ok):
@@ -31,63 +20,105 @@ def verdict(ok):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) not in (2, 3):
+    if len(sys.argv) != 2:
         sys.exit(__doc__)
-    runs = [json.load(open(p)) for p in args[:-1]]
-    peers = json.load(open(args[-1]))
-    pr = by_name(peers)
-    primary = runs[0]
-
-    print(f"N = {primary['elements']} f32 elements, shape {primary['shape']}, block 32 along the last axis.")
+    r = json.load(open(sys.argv[1]))
+    hello = r["mxbi"]
+    n = r["elements"]
+    cases = {c["name"]: c for c in hello["cases"]}
+    vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
     print(
-        f"mxbi: median of {primary['reps']} reps after {primary['warmup']} warm-up; "
-        f"peers: median of {peers['reps']} reps after {peers['warmup']} warm-up."
+        f"N = {n} f32 elements, shape {r['shape']}, block 32 along the last axis; GEMM operands: {r['gemm_input']}. "
+        f"{r['rounds']} paired rounds per comparison, each side timed for at least {r['window_s']} s per round "
+        f"(mean time per call), after one untimed round."
     )
-    peer_versions = ", ".join(
-        f"{k} {peers[k]}" for k in ("python", "numpy", "ml_dtypes", "torch", "torchao") if k in peers
-    )
-    print(f"Peers: {peer_versions}; torch threads: {peers.get('torch_threads', 'n/a')}.")
-    for k, v in peers.get("skipped", {}).items():
-        print(f"Skipped peer {k}: {v}")
+    print()
+    print(f"- mxbi {hello['version']}, FP8 loops compiled for {hello['simd']}; Python {r['python']}: {vers}")
+    for b in r["blas"]:
+        print(f"- BLAS: {b.get('internal_api')} {b.get('version')}, kernel {b.get('architecture')}")
+    for k, v in r["skipped"].items():
+        print(f"- skipped: {k}: {v}")
+    print(f"- load average (1 min): {r['load1_before']:.2f} before, {r['load1_after']:.2f} after; "
+          f"measuring took {r['seconds']:.0f} s")
     print()
 
-    print("### mxbi vs memcpy (same process)")
+    print("### Same work")
     print()
-    print("| threads | case | median ms | Melem/s | GB/s (in+out) | time / memcpy | <= 2x memcpy |")
-    print("|---:|---|---:|---:|---:|---:|---|")
-    for rep in runs:
-        for r in rep["results"]:
-            ok = r["time_vs_memcpy"] <= MEMCPY_TARGET
-            mark = "—" if r["name"] == "memcpy" else verdict(ok)
+    print("| mxbi case | peer | bytes compared | identical |")
+    print("|---|---|---:|---|")
+    for c in r["same_bytes"]:
+        print(f"| `{c['mxbi']}` | `{c['peer']}` | {c['bytes']} | {verdict(c['equal'])} |")
+    print()
+
+    print("### mxbi vs its peers (peer time / mxbi time, higher is better)")
+    print()
+    print("| threads | mxbi case | peer | mxbi ms | peer ms | ratio (median) | min – max | target | met | held in every round |")
+    print("|---:|---|---|---:|---:|---:|---|---:|---|---|")
+    for p in r["peer_pairs"]:
+        q, t = p["ratio"], p["target"]
+        fmt = (lambda v: f"{v:.2f}") if p["mxbi"].startswith("gemm") else (lambda v: f"{v:.1f}x")
+        tgt = f">= {fmt(t)}" if t else "(context)"
+        met = verdict(q["median"] >= t) if t else "—"
+        every = verdict(q["min"] >= t) if t else "—"
+        print(
+            f"| {p['threads']} | `{p['mxbi']}` | `{p['peer']}` | {ms(p['mxbi_s'])} | {ms(p['peer_s'])} | "
+            f"**{fmt(q['median'])}** | {fmt(q['min'])} – {fmt(q['max'])} | {tgt} | {met} | {every} |"
+        )
+    gemm = [p for p in r["peer_pairs"] if p["mxbi"].startswith("gemm")]
+    if gemm:
+        print()
+        print("For the GEMM row the ratio is mxbi's throughput as a fraction of the BLAS sgemm's.")
+        for p in gemm:
+            flop = cases[p["mxbi"]]["flop"]
             print(
-                f"| {rep['threads']} | `{r['name']}` | {r['median_s'] * 1e3:.2f} | {r['melem_per_s']:.0f} | "
-                f"{r['gb_per_s']:.2f} | {r['time_vs_memcpy']:.2f} | {mark} |"
+                f"- {p['threads']} thread(s): mxbi {flop / p['mxbi_s'] / 1e9:.1f} GFLOP/s, "
+                f"numpy {flop / p['peer_s'] / 1e9:.1f} GFLOP/s (medians)"
             )
     print()
 
-    print("### Peers")
+    print("### mxbi vs memcpy of the same bytes (case time / memcpy time, lower is better)")
     print()
-    print("| peer | median ms | Melem/s | what |")
-    print("|---|---:|---:|---|")
-    for r in peers["results"]:
-        print(f"| `{r['name']}` | {r['median_s'] * 1e3:.2f} | {r['melem_per_s']:.0f} | {r['what']} |")
+    print("| threads | case | median ms | Melem/s | GB/s (in+out) | time / memcpy (median) | min – max | <= 2x memcpy |")
+    print("|---:|---|---:|---:|---:|---:|---|---|")
+    for p in r["memcpy_pairs"]:
+        q, t, s = p["ratio"], p["target"], p["mxbi_s"]
+        met = verdict(q["median"] <= t) if t else "(context)"
+        print(
+            f"| {p['threads']} | `{p['mxbi']}` | {ms(s)} | {n / s / 1e6:.0f} | {cases[p['mxbi']]['bytes'] / s / 1e9:.2f} | "
+            f"**{q['median']:.2f}** | {q['min']:.2f} – {q['max']:.2f} | {met} |"
+        )
+    print()
+    print("memcpy itself (median of the paired memcpy windows): " + ", ".join(
+        f"{p['threads']} thread(s) {ms(p['memcpy_s'])} ms" for p in r["memcpy_pairs"] if p["mxbi"] == "cast_e4m3_ml_dtypes"
+    ))
     print()
 
-    print("### Speedup of mxbi over each peer (peer time / mxbi time)")
+    print("### mxbi alone")
     print()
-    print("| mxbi case | threads | peer | speedup | target | met |")
-    print("|---|---:|---|---:|---:|---|")
-    for rep in runs:
-        mr = by_name(rep)
-        for m, p, target in PAIRS:
-            if m not in mr or p not in pr:
-                continue
-            s = pr[p]["median_s"] / mr[m]["median_s"]
-            tgt = f">= {target:g}x" if target else "(context)"
-            met = verdict(s >= target) if target else "—"
-            print(f"| `{m}` | {rep['threads']} | `{p}` | {s:.1f}x | {tgt} | {met} |")
+    print("| threads | case | median ms | min – max ms | figure | target | met |")
+    print("|---:|---|---:|---|---:|---:|---|")
+    for s in r["solo"]:
+        q = s["time"]
+        if s["target_kind"] == "min_gflops":
+            flop = cases[s["mxbi"]]["flop"]
+            fig = f"{flop / q['median'] / 1e9:.2f} GFLOP/s"
+            tgt, ok = f">= {s['target']:g} GFLOP/s", flop / q["median"] / 1e9 >= s["target"]
+        else:
+            fig = f"{q['median'] * 1e3:.3f} ms"
+            tgt, ok = f"< {s['target']:g} ms", q["median"] * 1e3 < s["target"]
+        print(
+            f"| {s['threads']} | `{s['mxbi']}` | {ms(q['median'])} | {ms(q['min'])} – {ms(q['max'])} | {fig} | {tgt} | "
+            f"{verdict(ok)} |"
+        )
     print()
+    print("What each case and peer times:")
+    print()
+    used = {p["mxbi"] for p in r["peer_pairs"] + r["memcpy_pairs"]} | {s["mxbi"] for s in r["solo"]} | {"memcpy"}
+    for c in hello["cases"]:
+        if c["name"] in used:
+            print(f"- `{c['name']}`: {c['what']}")
+    for k, v in r["peer_what"].items():
+        print(f"- `{k}`: {v}")
 
 
 if __name__ == "__main__":

@@ -23,10 +23,24 @@ pub struct Fp8Rne {
     max_mag: u32,
     /// Magnitude code of an overflow (saturate: max; else Inf or NaN).
     ovf_mag: u32,
-    /// Whether an overflow code carries the input's sign.
-    ovf_signed: bool,
+    /// Mask applied to the input's sign bit (0x80) on an overflow code: 0x80
+    /// when it carries the sign, 0 when not (a mask, not a bool, so that the
+    /// vector loop has no branch).
+    ovf_sign: u32,
     nan_code: u32,
-    nan_signed: bool,
+    /// The same for the NaN code.
+    nan_sign: u32,
+}
+
+/// The widest vector instruction set the running CPU offers to the FP8
+/// loops (detected once). The loops are the same Rust code compiled for each
+/// level, so every level gives the same bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    Baseline,
+    Avx2,
+    /// AVX-512 F + BW + VL.
+    Avx512,
 }
 
 impl Fp8Rne {
@@ -58,9 +72,9 @@ impl Fp8Rne {
             c_bits: (151 - bias - mb) << 23,
             max_mag: mf.max_mag() as u32,
             ovf_mag,
-            ovf_signed,
+            ovf_sign: if ovf_signed { 0x80 } else { 0 },
             nan_code,
-            nan_signed,
+            nan_sign: if nan_signed { 0x80 } else { 0 },
         })
     }
 
@@ -75,12 +89,12 @@ impl Fp8Rne {
         let sub = (f32::from_bits(a) + c).to_bits().wrapping_sub(self.c_bits);
         let mag = if a < self.min_normal_bits { sub } else { norm };
         let code = if mag > self.max_mag {
-            self.ovf_mag | if self.ovf_signed { sign } else { 0 }
+            self.ovf_mag | (sign & self.ovf_sign)
         } else {
             mag | sign
         };
         let code = if a > 0x7F80_0000 {
-            self.nan_code | if self.nan_signed { sign } else { 0 }
+            self.nan_code | (sign & self.nan_sign)
         } else {
             code
         };
@@ -100,18 +114,34 @@ impl Fp8Rne {
         self.run(input, scale, out)
     }
 
-    /// The same loop for callers that are themselves compiled for AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn run_avx512(&self, input: &[f32], scale: f32, out: &mut [u8]) {
+        self.run(input, scale, out)
+    }
+
+    /// The same loop for callers that are themselves compiled for a vector
+    /// level (see [`Simd`]).
     #[inline(always)]
     pub fn encode_inline(&self, input: &[f32], scale: f32, out: &mut [u8]) {
         self.run(input, scale, out)
     }
 
-    /// Whether the running CPU has AVX2 (checked once).
-    pub fn has_avx2() -> bool {
+    /// One block of `N` elements: the loop fully unrolled for a block length
+    /// known at compile time.
+    #[inline(always)]
+    pub fn encode_array<const N: usize>(&self, input: &[f32; N], scale: f32, out: &mut [u8; N]) {
+        for (o, &x) in out.iter_mut().zip(input) {
+            *o = self.one(x * scale);
+        }
+    }
+
+    /// The vector level of the running CPU (checked once).
+    pub fn simd() -> Simd {
         #[cfg(target_arch = "x86_64")]
-        return avx2();
+        return simd_x86();
         #[cfg(not(target_arch = "x86_64"))]
-        false
+        Simd::Baseline
     }
 
     /// Encodes `input[i] * scale` (pass 1.0 for a plain cast). `scale` must
@@ -119,22 +149,62 @@ impl Fp8Rne {
     /// target's rounding threshold (MX rescaling).
     #[inline]
     pub fn encode(&self, input: &[f32], scale: f32, out: &mut [u8]) {
+        let done = self.encode_at(Self::simd(), input, scale, out);
+        debug_assert!(done);
+    }
+
+    /// [`Fp8Rne::encode`] with the loop compiled for `level`; returns false
+    /// (writing nothing) when the running CPU lacks it. Every level gives the
+    /// same bytes (tested).
+    pub fn encode_at(&self, level: Simd, input: &[f32], scale: f32, out: &mut [u8]) -> bool {
         assert_eq!(input.len(), out.len());
-        #[cfg(target_arch = "x86_64")]
-        if avx2() {
-            // SAFETY: the CPU supports AVX2 (checked at run time).
-            unsafe { self.run_avx2(input, scale, out) };
-            return;
+        if !level.available() {
+            return false;
         }
-        self.run(input, scale, out)
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU supports the features (checked above).
+            Simd::Avx512 => unsafe { self.run_avx512(input, scale, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Simd::Avx2 => unsafe { self.run_avx2(input, scale, out) },
+            _ => self.run(input, scale, out),
+        }
+        true
+    }
+}
+
+impl Simd {
+    pub const ALL: [Simd; 3] = [Simd::Baseline, Simd::Avx2, Simd::Avx512];
+
+    /// Whether the running CPU can run loops compiled for this level.
+    pub fn available(self) -> bool {
+        match self {
+            Simd::Baseline => true,
+            #[cfg(target_arch = "x86_64")]
+            _ => self as u8 <= simd_x86() as u8,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
+fn simd_x86() -> Simd {
     use std::sync::OnceLock;
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx2"))
+    static LEVEL: OnceLock<Simd> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        if is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+        {
+            Simd::Avx512
+        } else if is_x86_feature_detected!("avx2") {
+            Simd::Avx2
+        } else {
+            Simd::Baseline
+        }
+    })
 }
 
 #[cfg(test)]
@@ -159,20 +229,21 @@ mod tests {
                             [0u32, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF].map(|lo| f32::from_bits(hi << 16 | lo))
                         })
                         .collect();
-                    let mut out = vec![0u8; xs.len()];
-                    e.encode(&xs, 1.0, &mut out);
-                    for (x, c) in xs.iter().zip(&out) {
-                        assert_eq!(
-                            encode_f32(*x, f, &p, 0).unwrap(),
-                            *c as u16,
-                            "{f} {preset} {overflow:?} {:#x}",
-                            x.to_bits()
-                        );
+                    let want: Vec<u8> = xs.iter().map(|x| encode_f32(*x, f, &p, 0).unwrap() as u8).collect();
+                    for level in Simd::ALL {
+                        let mut out = vec![0u8; xs.len()];
+                        if !e.encode_at(level, &xs, 1.0, &mut out) {
+                            continue;
+                        }
+                        for ((x, c), w) in xs.iter().zip(&out).zip(&want) {
+                            assert_eq!(w, c, "{f} {preset} {overflow:?} {level:?} {:#x}", x.to_bits());
+                        }
+                        n += 1;
                     }
-                    n += 1;
                 }
             }
         }
+        // every covered (format, preset, overflow), at least at the baseline level
         assert!(n >= 6);
     }
 }

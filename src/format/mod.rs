@@ -18,7 +18,7 @@ pub use e8m0::{encode_e8m0_f32, encode_e8m0_f64, E8m0Negative, E8m0Rule, E8m0Zer
 pub use encode::{
     cast_f32_slice, cast_f64_slice, encode_f32, encode_f64, encode_input, CastError, CastTable, CodesMut, Input,
 };
-pub use fp8_rne::Fp8Rne;
+pub use fp8_rne::{Fp8Rne, Simd};
 pub use policy::{default_nan_out, CastPolicy, CastPreset, NanOut, NanPolicy, Overflow};
 pub use round::{Rounding, Stochastic};
 

@@ -19,5 +19,6 @@ pub use dot::{block_dot, BlockDot, DotError};
 pub use layout::{swizzle_128x4, swizzled_len, unswizzle_128x4, ScaleLayout};
 pub use policy::{MxFormat, MxPolicy, MxPreset, NanBlockCodes, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
 pub use quantize::{
-    block_scale, dequantize, dequantize_f64, quantize, quantize_block, AxisLayout, MxError, QuantStats, Quantized,
+    block_scale, dequantize, dequantize_f64, quantize, quantize_block, quantize_into, AxisLayout, MxError, QuantStats,
+    Quantized,
 };

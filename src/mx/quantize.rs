@@ -2,7 +2,7 @@
 //! array.
 
 use super::policy::{MxFormat, MxPolicy, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
-use crate::format::{encode_input, CastError, CastTable, Fp8Rne, Input, Rounding};
+use crate::format::{encode_input, CastError, CastTable, Fp8Rne, Input, Rounding, Simd};
 use rayon::prelude::*;
 
 /// Why a quantization or dequantization request was rejected.
@@ -128,77 +128,112 @@ fn pow2_f32(k: i32) -> f32 {
 /// [`ScaleOverflow::Nan`], or EVEN rounding amax up to Inf). Never uses a
 /// float `log2`.
 pub fn block_scale(amax_bits: u32, format: MxFormat, p: &MxPolicy) -> Option<i32> {
-    debug_assert!(amax_bits < 0x7F80_0000);
-    if amax_bits == 0 {
-        return Some(match p.zero_block {
-            ZeroBlock::Min => -127,
-            ZeroBlock::One => 0,
-        });
+    ScaleRule::new(format, p).exponent(amax_bits)
+}
+
+/// The constants of [`block_scale`] for one (format, policy), computed once
+/// per call instead of once per block.
+#[derive(Clone, Copy, Debug)]
+struct ScaleRule {
+    mode: ScaleMode,
+    zero_block: ZeroBlock,
+    overflow: ScaleOverflow,
+    emax: i32,
+    /// EVEN: half an ulp of the element's largest binade, in amax's bits.
+    even_half: u32,
+    /// RCEIL: 1 / (element max) as f32.
+    max_rcp: f32,
+}
+
+impl ScaleRule {
+    fn new(format: MxFormat, p: &MxPolicy) -> ScaleRule {
+        ScaleRule {
+            mode: p.scale_mode,
+            zero_block: p.zero_block,
+            overflow: p.scale_overflow,
+            emax: format.element().emax(),
+            even_half: 1 << (22 - format.mbits()),
+            max_rcp: format.max_rcp(),
+        }
     }
-    let emax = format.element().emax();
-    let exp_field = (amax_bits >> 23) as i32;
-    let mant = amax_bits & 0x7F_FFFF;
-    // floor(log2 amax), exact for subnormals too.
-    let floor_log2 = if exp_field == 0 {
-        (31 - mant.leading_zeros() as i32) - 149
-    } else {
-        exp_field - 127
-    };
-    let e = match p.scale_mode {
-        ScaleMode::Floor => floor_log2 - emax,
-        ScaleMode::Ceil => {
-            let pow2 = if exp_field == 0 {
-                mant.is_power_of_two()
-            } else {
-                mant == 0
-            };
-            floor_log2 + (!pow2) as i32 - emax
+
+    /// See [`block_scale`].
+    #[inline(always)]
+    fn exponent(&self, amax_bits: u32) -> Option<i32> {
+        debug_assert!(amax_bits < 0x7F80_0000);
+        if amax_bits == 0 {
+            return Some(match self.zero_block {
+                ZeroBlock::Min => -127,
+                ZeroBlock::One => 0,
+            });
         }
-        ScaleMode::Even => {
-            let bumped = (amax_bits + (1 << (22 - format.mbits()))) & 0x7F80_0000;
-            if bumped == 0x7F80_0000 {
-                return None; // rounded amax is Inf: a non-finite block
-            }
-            // a subnormal amax that does not carry into the normal range has
-            // exponent field 0: torchao reads it as 2^-127.
-            (bumped >> 23) as i32 - 127 - emax
-        }
-        ScaleMode::Rceil => {
-            let rcp = format.max_rcp();
-            let s = (f32::from_bits(amax_bits) * rcp).to_bits();
-            let se = (s >> 23) as i32;
-            let sm = s & 0x7F_FFFF;
-            // exact round-up of s to a power of two, as a biased byte
-            let byte = if se == 0 {
-                if sm <= 0x40_0000 {
-                    0
-                } else {
-                    1
-                }
-            } else {
-                se + (sm != 0) as i32
-            };
-            byte - 127
-        }
-    };
-    if e > 127 {
-        return match p.scale_overflow {
-            ScaleOverflow::Nan => None,
-            ScaleOverflow::Saturate => Some(127),
+        let emax = self.emax;
+        let exp_field = (amax_bits >> 23) as i32;
+        let mant = amax_bits & 0x7F_FFFF;
+        // floor(log2 amax), exact for subnormals too.
+        let floor_log2 = if exp_field == 0 {
+            (31 - mant.leading_zeros() as i32) - 149
+        } else {
+            exp_field - 127
         };
+        let e = match self.mode {
+            ScaleMode::Floor => floor_log2 - emax,
+            ScaleMode::Ceil => {
+                let pow2 = if exp_field == 0 {
+                    mant.is_power_of_two()
+                } else {
+                    mant == 0
+                };
+                floor_log2 + (!pow2) as i32 - emax
+            }
+            ScaleMode::Even => {
+                let bumped = (amax_bits + self.even_half) & 0x7F80_0000;
+                if bumped == 0x7F80_0000 {
+                    return None; // rounded amax is Inf: a non-finite block
+                }
+                // a subnormal amax that does not carry into the normal range has
+                // exponent field 0: torchao reads it as 2^-127.
+                (bumped >> 23) as i32 - 127 - emax
+            }
+            ScaleMode::Rceil => {
+                let s = (f32::from_bits(amax_bits) * self.max_rcp).to_bits();
+                let se = (s >> 23) as i32;
+                let sm = s & 0x7F_FFFF;
+                // exact round-up of s to a power of two, as a biased byte
+                let byte = if se == 0 {
+                    if sm <= 0x40_0000 {
+                        0
+                    } else {
+                        1
+                    }
+                } else {
+                    se + (sm != 0) as i32
+                };
+                byte - 127
+            }
+        };
+        if e > 127 {
+            return match self.overflow {
+                ScaleOverflow::Nan => None,
+                ScaleOverflow::Saturate => Some(127),
+            };
+        }
+        Some(e.max(-127))
     }
-    Some(e.max(-127))
 }
 
 /// Per-call constants of the element encoder.
 struct ElementCoder {
     format: MxFormat,
     policy: MxPolicy,
+    rule: ScaleRule,
     /// Table path: valid when rescaling in f32 cannot change the code (the
     /// rounding modes whose result for |v| < 2^-126 is zero).
     table: Option<std::sync::Arc<CastTable>>,
     /// Branchless FP8 nearest-even encoder, where it applies.
     fp8: Option<Fp8Rne>,
+    /// The vector level the FP8 block loop is run at.
+    simd: Simd,
     nan_code: u8,
 }
 
@@ -219,17 +254,22 @@ impl ElementCoder {
         Ok(ElementCoder {
             format,
             policy: *p,
+            rule: ScaleRule::new(format, p),
             table,
             fp8,
+            simd: Fp8Rne::simd(),
             nan_code,
         })
     }
 
-    /// Whole contiguous blocks of `block` elements with the FP8 encoder.
-    /// Returns false (having written nothing reliable) where a block needs
-    /// the general path: the caller then redoes that block with `block`.
+    /// Whole contiguous blocks with the FP8 encoder. Returns a bit mask of
+    /// the blocks it did not write (a non-finite amax, or a NaN scale): the
+    /// caller redoes those with [`ElementCoder::block`]. At most 64 blocks.
     #[inline(always)]
     fn blocks_fp8(&self, fp8: &Fp8Rne, x: &[f32], out: &mut [u8], scales: &mut [u8], block: usize) -> u64 {
+        if block == 32 {
+            return self.blocks_fp8_fixed::<32>(fp8, x, out, scales);
+        }
         // bit j set: block j needs the general path
         let mut redo = 0u64;
         for (j, ((xb, ob), s)) in x
@@ -239,12 +279,35 @@ impl ElementCoder {
             .enumerate()
         {
             let amax = xb.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7FFF_FFFF));
-            match (amax < 0x7F80_0000)
-                .then(|| block_scale(amax, self.format, &self.policy))
-                .flatten()
-            {
+            match (amax < 0x7F80_0000).then(|| self.rule.exponent(amax)).flatten() {
                 Some(e) => {
                     fp8.encode_inline(xb, pow2_f32(-e), ob);
+                    *s = (e + 127) as u8;
+                }
+                None => redo |= 1 << j,
+            }
+        }
+        redo
+    }
+
+    /// [`ElementCoder::blocks_fp8`] for a block length known at compile
+    /// time (the amax and encode loops fully unrolled); the same bytes.
+    #[inline(always)]
+    fn blocks_fp8_fixed<const B: usize>(&self, fp8: &Fp8Rne, x: &[f32], out: &mut [u8], scales: &mut [u8]) -> u64 {
+        let (fp8, rule) = (*fp8, self.rule);
+        let mut redo = 0u64;
+        for (j, ((xb, ob), s)) in x
+            .as_chunks::<B>()
+            .0
+            .iter()
+            .zip(out.as_chunks_mut::<B>().0)
+            .zip(scales.iter_mut())
+            .enumerate()
+        {
+            let amax = xb.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7FFF_FFFF));
+            match (amax < 0x7F80_0000).then(|| rule.exponent(amax)).flatten() {
+                Some(e) => {
+                    fp8.encode_array(xb, pow2_f32(-e), ob);
                     *s = (e + 127) as u8;
                 }
                 None => redo |= 1 << j,
@@ -256,6 +319,19 @@ impl ElementCoder {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn blocks_fp8_avx2(&self, fp8: &Fp8Rne, x: &[f32], out: &mut [u8], scales: &mut [u8], block: usize) -> u64 {
+        self.blocks_fp8(fp8, x, out, scales, block)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn blocks_fp8_avx512(
+        &self,
+        fp8: &Fp8Rne,
+        x: &[f32],
+        out: &mut [u8],
+        scales: &mut [u8],
+        block: usize,
+    ) -> u64 {
         self.blocks_fp8(fp8, x, out, scales, block)
     }
 
@@ -279,25 +355,29 @@ impl ElementCoder {
             }
             return Ok(());
         };
-        let full = x.len() / block * block;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: called only when the CPU supports AVX2.
-        let redo = if crate::format::Fp8Rne::has_avx2() {
-            unsafe { self.blocks_fp8_avx2(fp8, &x[..full], &mut out[..full], scales, block) }
-        } else {
-            self.blocks_fp8(fp8, &x[..full], &mut out[..full], scales, block)
+        let nfull = x.len() / block;
+        let full = nfull * block;
+        let (xf, of) = (&x[..full], &mut out[..full]);
+        let redo = match self.simd {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `simd` is a level the CPU supports (Fp8Rne::simd, or
+            // checked with Simd::available where a test forces one).
+            Simd::Avx512 => unsafe { self.blocks_fp8_avx512(fp8, xf, of, scales, block) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Simd::Avx2 => unsafe { self.blocks_fp8_avx2(fp8, xf, of, scales, block) },
+            _ => self.blocks_fp8(fp8, xf, of, scales, block),
         };
-        #[cfg(not(target_arch = "x86_64"))]
-        let redo = self.blocks_fp8(fp8, &x[..full], &mut out[..full], scales, block);
-        for (j, ((xb, ob), s)) in x
-            .chunks(block)
-            .zip(out.chunks_mut(block))
-            .zip(scales.iter_mut())
-            .enumerate()
-        {
-            if redo >> j & 1 == 1 || j * block >= full {
-                *s = self.block(xb, ob, index + (j * block) as u64)?;
-            }
+        // the blocks the fast loop left, then a final partial block
+        let mut r = redo;
+        while r != 0 {
+            let j = r.trailing_zeros() as usize;
+            r &= r - 1;
+            let span = j * block..(j + 1) * block;
+            scales[j] = self.block(&x[span.clone()], &mut out[span], index + (j * block) as u64)?;
+        }
+        if full < x.len() {
+            scales[nfull] = self.block(&x[full..], &mut out[full..], index + full as u64)?;
         }
         Ok(())
     }
@@ -327,7 +407,7 @@ impl ElementCoder {
                 NonFiniteBlock::Saturate => Some(127),
             }
         } else {
-            block_scale(amax, self.format, p)
+            self.rule.exponent(amax)
         };
         let Some(e) = e else {
             out.fill(self.nan_code);
@@ -417,10 +497,51 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
     }
     let mut codes = vec![0u8; input.len()];
     let mut scales = vec![0u8; layout.scale_count()];
+    quantize_with(&coder, input, layout, &mut codes, &mut scales)?;
+    Ok(Quantized { codes, scales })
+}
+
+/// [`quantize`] into caller-provided buffers: `codes` holds one byte per
+/// element (the input's layout), `scales` holds `layout.scale_count()`
+/// bytes. Gives the same bytes as [`quantize`]; a caller that reuses its
+/// buffers pays no allocation and no first-touch page faults per call. On
+/// an error the buffers' contents are unspecified.
+pub fn quantize_into(
+    input: &[f32],
+    layout: &AxisLayout,
+    format: MxFormat,
+    p: &MxPolicy,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(), MxError> {
+    for (what, got, want) in [
+        ("input", input.len(), layout.elements()),
+        ("codes", codes.len(), layout.elements()),
+        ("scales", scales.len(), layout.scale_count()),
+    ] {
+        if got != want {
+            return Err(MxError::Shape(format!(
+                "{what} has {got} elements, layout expects {want}"
+            )));
+        }
+    }
+    let coder = ElementCoder::new(format, p)?;
+    quantize_with(&coder, input, layout, codes, scales)
+}
+
+/// The parallel loop of [`quantize`] and [`quantize_into`]; lengths checked
+/// by the caller.
+fn quantize_with(
+    coder: &ElementCoder,
+    input: &[f32],
+    layout: &AxisLayout,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(), MxError> {
     // Split outputs into per-task disjoint slices.
     let tasks = unit_ranges(layout);
     let mut jobs = Vec::with_capacity(tasks.len());
-    let (mut crest, mut srest) = (&mut codes[..], &mut scales[..]);
+    let (mut crest, mut srest) = (codes, scales);
     for &(u0, n) in &tasks {
         let (start, _) = unit_span(layout, u0);
         let (last_start, last_len) = unit_span(layout, u0 + n - 1);
@@ -433,8 +554,6 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
     }
     jobs.into_par_iter()
         .try_for_each(|(u0, n, start0, c, s)| -> Result<(), MxError> {
-            let mut buf = vec![0f32; layout.block];
-            let mut cbuf = vec![0u8; layout.block];
             if layout.inner == 1 {
                 // runs of up to 64 consecutive blocks within one row
                 let mut k = 0;
@@ -455,6 +574,8 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
                 }
                 return Ok(());
             }
+            let mut buf = vec![0f32; layout.block];
+            let mut cbuf = vec![0u8; layout.block];
             for k in 0..n {
                 let (start, len) = unit_span(layout, u0 + k);
                 let xs = &input[start..start + len];
@@ -476,8 +597,7 @@ pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPoli
                 }
             }
             Ok(())
-        })?;
-    Ok(Quantized { codes, scales })
+        })
 }
 
 fn check_dequant(codes: &[u8], scales: &[u8], layout: &AxisLayout) -> Result<(), MxError> {
@@ -747,28 +867,73 @@ mod tests {
         for v in &mut x[900..930] {
             *v = f32::from_bits(0x7F7F_0000);
         }
+        let mut levels = 0;
         for f in [MxFormat::Fp8E4M3, MxFormat::Fp8E5M2, MxFormat::Fp4E2M1] {
             for preset in MxPreset::ALL {
                 for mode in ScaleMode::ALL {
                     let mut p = preset.policy(f);
                     p.scale_mode = mode;
-                    let l = AxisLayout::new(&[rows, cols], -1, 32, true).unwrap();
-                    let q = quantize(&x, &l, f, &p).unwrap();
-                    for r in 0..rows {
-                        for b in 0..l.nblocks {
-                            let (lo, hi) = (r * cols + b * 32, r * cols + ((b + 1) * 32).min(cols));
-                            let (sc, codes) = quantize_block(&x[lo..hi], f, &p).unwrap();
-                            assert_eq!(
-                                q.scales[r * l.nblocks + b],
-                                sc,
-                                "{f} {preset} {mode:?} row {r} block {b}"
-                            );
-                            assert_eq!(&q.codes[lo..hi], &codes[..], "{f} {preset} {mode:?} row {r} block {b}");
+                    // 32: the loop specialised to the block length; 16: the general one
+                    for bs in [32, 16] {
+                        let l = AxisLayout::new(&[rows, cols], -1, bs, true).unwrap();
+                        for level in Simd::ALL {
+                            let Some(q) = quantize_at(level, &x, &l, f, &p) else {
+                                continue;
+                            };
+                            levels += 1;
+                            for r in 0..rows {
+                                for b in 0..l.nblocks {
+                                    let (lo, hi) = (r * cols + b * bs, r * cols + ((b + 1) * bs).min(cols));
+                                    let (sc, codes) = quantize_block(&x[lo..hi], f, &p).unwrap();
+                                    let at = format!("{f} {preset} {mode:?} block {bs} {level:?} row {r} block {b}");
+                                    assert_eq!(q.scales[r * l.nblocks + b], sc, "{at}");
+                                    assert_eq!(&q.codes[lo..hi], &codes[..], "{at}");
+                                }
+                            }
                         }
                     }
                 }
             }
         }
+        assert!(levels >= 3 * MxPreset::ALL.len() * ScaleMode::ALL.len() * 2);
+    }
+
+    /// [`quantize`] with the FP8 block loop run at `level`; None when the
+    /// CPU lacks it.
+    fn quantize_at(level: Simd, x: &[f32], l: &AxisLayout, f: MxFormat, p: &MxPolicy) -> Option<Quantized> {
+        if !level.available() {
+            return None;
+        }
+        let mut coder = ElementCoder::new(f, p).unwrap();
+        coder.simd = level;
+        let (mut codes, mut scales) = (vec![0u8; x.len()], vec![0u8; l.scale_count()]);
+        quantize_with(&coder, x, l, &mut codes, &mut scales).unwrap();
+        Some(Quantized { codes, scales })
+    }
+
+    #[test]
+    fn quantize_into_equals_quantize_and_checks_lengths() {
+        let x: Vec<f32> = (0..4 * 96).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 0.37).collect();
+        let l = AxisLayout::new(&[4, 96], -1, 32, false).unwrap();
+        let (f, p) = (MxFormat::Fp8E4M3, MxPreset::Nvidia.policy(MxFormat::Fp8E4M3));
+        let want = quantize(&x, &l, f, &p).unwrap();
+        // stale contents are overwritten
+        let (mut codes, mut scales) = (vec![0xAAu8; x.len()], vec![0xAAu8; l.scale_count()]);
+        quantize_into(&x, &l, f, &p, &mut codes, &mut scales).unwrap();
+        assert_eq!((codes.clone(), scales.clone()), (want.codes, want.scales));
+        let short = &mut scales[1..];
+        assert!(matches!(
+            quantize_into(&x, &l, f, &p, &mut codes, short),
+            Err(MxError::Shape(_))
+        ));
+        assert!(matches!(
+            quantize_into(&x[1..], &l, f, &p, &mut codes, &mut scales),
+            Err(MxError::Shape(_))
+        ));
+        assert!(matches!(
+            quantize_into(&x, &l, f, &p, &mut codes[1..], &mut scales),
+            Err(MxError::Shape(_))
+        ));
     }
 
     #[test]

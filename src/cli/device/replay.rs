@@ -66,7 +66,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
                 let r = replay(&cap, RowSelection::All)?;
                 if a.verbose {
                     for c in &r.case_replays {
-                        println!("{}", c.line());
+                        outln!("{}", c.line());
                     }
                 }
                 let disagreements = r.foil_disagreements();
