@@ -43,6 +43,12 @@ fn conform_capture_replays_bit_exact_with_every_foil_recomputed() {
         "rows differing from the GPU bytes: {:?}",
         r.row_mismatches
     );
+    // issue 9 item 3: every committed case tells its order from a wrong one
+    assert!(
+        nd.is_empty(),
+        "cases whose foils all reproduce the GPU bytes (they cannot name the order): {}",
+        nd.join(" ")
+    );
     let disagreements = r.foil_disagreements();
     assert!(
         disagreements.is_empty(),

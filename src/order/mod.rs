@@ -190,6 +190,7 @@ impl Order {
         use crate::limits::{show, MAX_K, MAX_TREE};
         let err = |msg: String| OrderError {
             spec: self.to_string(),
+            kind: OrderErrorKind::Size,
             msg,
         };
         if k > MAX_K {
@@ -281,6 +282,9 @@ pub enum OrderErrorKind {
     Missing,
     /// Keys that cannot go together.
     Combination,
+    /// A valid order whose tree for the requested K would exceed a size
+    /// limit (`Order::check_size`); never a parse result.
+    Size,
 }
 
 impl OrderErrorKind {
@@ -293,6 +297,7 @@ impl OrderErrorKind {
             OrderErrorKind::Repeat => "repeat",
             OrderErrorKind::Missing => "missing",
             OrderErrorKind::Combination => "combination",
+            OrderErrorKind::Size => "size",
         }
     }
 }

@@ -71,7 +71,8 @@ impl Subject for Model {
                 GemmError::Shape(_)
                 | GemmError::Row { .. }
                 | GemmError::NotRepresentable { .. }
-                | GemmError::Unsupported(_) => SubjectError::Unsupported { subject, why },
+                | GemmError::Unsupported(_)
+                | GemmError::Limit(_) => SubjectError::Unsupported { subject, why },
             }
         })
     }
