@@ -10,8 +10,11 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    if let Err(e) = run(cli) {
-        eprintln!("mxbi: error: {}", e.0);
-        std::process::exit(2);
+    match run(cli) {
+        Ok(outcome) => std::process::exit(outcome.exit_code()),
+        Err(e) => {
+            eprintln!("mxbi: error: {}", e.0);
+            std::process::exit(2);
+        }
     }
 }

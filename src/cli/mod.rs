@@ -2,6 +2,7 @@
 //! numerics live in the library modules; this module only wires them up.
 
 pub mod bench;
+mod bi;
 mod demo;
 mod device;
 mod gemm;
@@ -24,6 +25,24 @@ impl<E: std::fmt::Display> From<E> for CliError {
 }
 
 pub type Result<T> = std::result::Result<T, CliError>;
+
+/// How a command that ran ended: exit code 0 (every check held) or 1 (a
+/// check failed; its report says which). Bad input and runs that cannot
+/// happen are errors instead: exit code 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Held,
+    Failed,
+}
+
+impl Outcome {
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Held => 0,
+            Outcome::Failed => 1,
+        }
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -54,6 +73,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Emulated GEMM under an accumulation order (docs/ORDERS.md).
     Gemm(gemm::GemmArgs),
+    /// Batch-invariance checks: a subject through variant families.
+    #[command(subcommand)]
+    Bi(bi::BiCommand),
     /// Print an order's canonical form and its reduction tree for a K.
     Order(gemm::OrderArgs),
     /// Every intermediate value of one output element.
@@ -182,7 +204,10 @@ pub struct FormatsArgs {
     pub format: Option<Format>,
 }
 
-pub fn run(cli: Cli) -> Result<()> {
+pub fn run(cli: Cli) -> Result<Outcome> {
+    if let Command::Bi(c) = cli.command {
+        return bi::run(c);
+    }
     match cli.command {
         Command::Demo => demo::run(),
         Command::Cast(a) => cast(a),
@@ -196,7 +221,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(c) => device::run(c),
         Command::Op(c) => op::run(c),
-    }
+        Command::Bi(_) => unreachable!("handled above"),
+    }?;
+    Ok(Outcome::Held)
 }
 
 fn load(path: &PathBuf, name: Option<&str>) -> Result<TensorData> {
