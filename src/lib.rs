@@ -27,6 +27,7 @@
 //! results are captured (`device::capture`) and replayed against the model
 //! on the CPU.
 
+pub mod bi;
 pub mod cli;
 pub mod collective;
 pub mod device;

@@ -29,10 +29,12 @@ fn main() {
     let result = run(cli);
     // a failed write to stdout is reported once the command has ended
     let unwritten = stdout_error();
-    if let Err(e) = result {
-        fail(&one_line(&e.0));
-    }
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) => fail(&one_line(&e.0)),
+    };
     if let Some(e) = unwritten {
         fail(&format!("cannot write to stdout: {e}"));
     }
+    std::process::exit(outcome.exit_code());
 }

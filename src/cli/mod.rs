@@ -21,6 +21,7 @@ macro_rules! out {
 }
 
 pub mod bench;
+mod bi;
 mod demo;
 mod device;
 mod gemm;
@@ -134,6 +135,24 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
+/// How a command that ran ended: exit code 0 (every check held) or 1 (a
+/// check failed; its report says which). Bad input and runs that cannot
+/// happen are errors instead: exit code 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Held,
+    Failed,
+}
+
+impl Outcome {
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Held => 0,
+            Outcome::Failed => 1,
+        }
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mxbi",
@@ -163,6 +182,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Emulated GEMM under an accumulation order (docs/ORDERS.md).
     Gemm(gemm::GemmArgs),
+    /// Batch-invariance checks: a subject through variant families.
+    #[command(subcommand)]
+    Bi(bi::BiCommand),
     /// Print an order's canonical form and its reduction tree for a K.
     Order(gemm::OrderArgs),
     /// Every intermediate value of one output element.
@@ -304,8 +326,11 @@ fn check_threads_env() -> Result<()> {
     Ok(())
 }
 
-pub fn run(cli: Cli) -> Result<()> {
+pub fn run(cli: Cli) -> Result<Outcome> {
     check_threads_env()?;
+    if let Command::Bi(c) = cli.command {
+        return bi::run(c);
+    }
     match cli.command {
         Command::Demo => demo::run(),
         Command::Cast(a) => cast(a),
@@ -319,7 +344,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(c) => device::run(c),
         Command::Op(c) => op::run(c),
-    }
+        Command::Bi(_) => unreachable!("handled above"),
+    }?;
+    Ok(Outcome::Held)
 }
 
 /// Loads a tensor. An empty tensor has no bytes that bound its other

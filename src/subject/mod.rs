@@ -24,6 +24,9 @@
 use crate::gemm::{gemm, GemmError, Problem};
 use crate::order::Order;
 
+pub mod dispatch;
+pub use dispatch::Dispatch;
+
 /// Why a subject produced no output.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SubjectError {

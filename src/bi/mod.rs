@@ -1,0 +1,44 @@
+//! The batch-invariance checker: a subject (anything behind
+//! [`crate::subject::Subject`]) run through variant families, with one
+//! verdict per cell. This module never imports `device` or `collective`.
+//!
+//! # Contract
+//! - **Bytes.** Output rows are compared as the bits of their values
+//!   (`f32::to_bits`): NaN payloads and the sign of zero count.
+//! - **A cell** is one family at one shape (M, K, N) and one target row
+//!   position. Its baseline is run twice; if the two runs differ the cell is
+//!   `NON_DET` and the variant comparison is skipped.
+//! - **Families** ([`Family`]):
+//!   `content` keeps the target row and redraws every other row (seed A vs
+//!   seed B: the seed-000 method); `batch` puts the same row in a batch of
+//!   another M (baseline: the first M listed); `position` moves the row from
+//!   position 0 to position p in an otherwise unchanged batch; `permutation`
+//!   deals all rows by a derangement (every row moves) and compares each row
+//!   with itself unpermuted; `repeat` runs the same batch N times
+//!   (determinism); `switch` runs two subjects that should agree on the
+//!   same batch.
+//! - **Verdicts** ([`Verdict`]): `BI_PASS`, `BI_FAIL` (with differing
+//!   bytes, columns, ULP distance and the first offenders), `NON_DET`,
+//!   `VACUOUS` (the subject's rows agree, but so do the CPU model's rows
+//!   under every order of a contrast set on these inputs: no order change
+//!   could have shown, so the pass proves nothing), `ERROR` (could not run,
+//!   with the reason).
+//! - **Positive control.** Every run also checks, per family, a control
+//!   subject built to break that family; if the control does not fail, the
+//!   run is invalid and says so.
+//! - Deterministic: inputs come from the seed through [`crate::rng`]; the
+//!   same command gives the same report bytes on any machine.
+
+mod family;
+mod inputs;
+mod report;
+mod run;
+mod verdict;
+
+pub use family::{Family, RowPos};
+pub use inputs::{InputType, Rows};
+pub use report::{Cell, Control, Report, Summary, REPORT_SCHEMA};
+pub use run::{edge_ms, CheckOptions, Limits};
+pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
+
+pub use run::check;

@@ -1,0 +1,203 @@
+//! The report of a check: cells, positive controls and the summary, as
+//! JSON (`mxbi-bi-report/1`), a Markdown table and a terminal summary.
+
+use super::family::Family;
+use super::run::CheckOptions;
+use super::verdict::{RowDiff, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+pub const REPORT_SCHEMA: &str = "mxbi-bi-report/1";
+
+/// One cell's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub id: String,
+    pub family: Family,
+    pub subject: String,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// Target-row position (`0`, `mid`, `last`) or `all`.
+    pub row: String,
+    /// The rank (op subjects); null for single-device subjects.
+    pub rank: Option<usize>,
+    pub verdict: Verdict,
+    #[serde(flatten)]
+    pub diff: RowDiff,
+    /// Why the verdict is ERROR, NON_DET or VACUOUS.
+    pub reason: Option<String>,
+}
+
+/// A positive control: a cell run on a subject built to fail it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Control {
+    pub family: Family,
+    pub cell: String,
+    pub subject: String,
+    pub verdict: Verdict,
+    pub expected: Verdict,
+    /// The control failed as it must; false makes the whole run invalid.
+    pub held: bool,
+}
+
+/// Counts per verdict, and whether the run is valid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub cells: usize,
+    pub verdicts: BTreeMap<String, usize>,
+    /// Every positive control failed as it must.
+    pub valid: bool,
+}
+
+/// A whole check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub subject: String,
+    pub vs: Option<String>,
+    pub seed: u64,
+    pub input: String,
+    pub cells: Vec<Cell>,
+    pub controls: Vec<Control>,
+    pub summary: Summary,
+}
+
+impl Report {
+    pub fn new(
+        subject: String,
+        vs: Option<String>,
+        opts: &CheckOptions,
+        cells: Vec<Cell>,
+        controls: Vec<Control>,
+    ) -> Report {
+        let mut verdicts: BTreeMap<String, usize> = Verdict::ALL.iter().map(|v| (v.name().to_string(), 0)).collect();
+        for c in &cells {
+            *verdicts.entry(c.verdict.name().to_string()).or_default() += 1;
+        }
+        let valid = controls.iter().all(|c| c.held);
+        Report {
+            schema: REPORT_SCHEMA.into(),
+            subject,
+            vs,
+            seed: opts.seed,
+            input: opts.input.to_string(),
+            summary: Summary {
+                cells: cells.len(),
+                verdicts,
+                valid,
+            },
+            cells,
+            controls,
+        }
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        self.cells.iter().filter(|c| c.verdict == v).count()
+    }
+
+    /// 0 when no cell failed, 1 on a BI_FAIL (or NON_DET when `strict`), 2
+    /// when a positive control did not fail (the run cannot tell).
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        if !self.summary.valid {
+            2
+        } else if self.count(Verdict::Fail) > 0 || (strict && self.count(Verdict::NonDet) > 0) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// A Markdown table: one row per cell, then the controls.
+    pub fn markdown(&self) -> String {
+        let mut s = format!("# Batch invariance: `{}`\n\n", self.subject);
+        let _ = writeln!(
+            s,
+            "| cell | verdict | rows differing | bytes differing | columns | max ULP | note |\n|---|---|---:|---:|---:|---:|---|"
+        );
+        for c in &self.cells {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                c.id,
+                c.verdict,
+                c.diff.rows_differing,
+                c.diff.bytes_differing,
+                c.diff.columns_differing,
+                c.diff.max_ulp,
+                c.reason.as_deref().unwrap_or("").replace('|', "\\|")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n| control | cell | verdict | expected | held |\n|---|---|---|---|---|"
+        );
+        for c in &self.controls {
+            let _ = writeln!(
+                s,
+                "| `{}` | `{}` | {} | {} | {} |",
+                c.subject,
+                c.cell,
+                c.verdict,
+                c.expected,
+                if c.held { "yes" } else { "**no**" }
+            );
+        }
+        let _ = writeln!(s, "\n{}", self.summary_line());
+        s
+    }
+
+    /// One line: counts per verdict and validity.
+    pub fn summary_line(&self) -> String {
+        let counts: Vec<String> = Verdict::ALL
+            .iter()
+            .map(|v| format!("{} {}", self.count(*v), v))
+            .collect();
+        format!(
+            "{} cells: {}; positive controls: {}",
+            self.cells.len(),
+            counts.join(", "),
+            if self.summary.valid {
+                format!("{} of {} failed as they must", self.controls.len(), self.controls.len())
+            } else {
+                "a control did NOT fail: this run cannot tell, it is invalid".to_string()
+            }
+        )
+    }
+
+    /// The terminal view: failing and non-passing cells, then the summary.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for c in &self.cells {
+            if matches!(c.verdict, Verdict::Pass) {
+                continue;
+            }
+            let _ = write!(s, "{:<8} {}", c.verdict.name(), c.id);
+            if c.verdict == Verdict::Fail {
+                let _ = write!(
+                    s,
+                    ": {} of {} rows, {} bytes, {} columns differ, max {} ulp",
+                    c.diff.rows_differing,
+                    c.diff.rows,
+                    c.diff.bytes_differing,
+                    c.diff.columns_differing,
+                    c.diff.max_ulp
+                );
+                if let Some(o) = c.diff.first_offenders.first() {
+                    let _ = write!(
+                        s,
+                        "; first: row {} col {}: {} vs {}",
+                        o.row, o.col, o.baseline, o.variant
+                    );
+                }
+            } else if let Some(r) = &c.reason {
+                let _ = write!(s, ": {r}");
+            }
+            s.push('\n');
+        }
+        s.push_str(&self.summary_line());
+        s.push('\n');
+        s
+    }
+}

@@ -1,0 +1,488 @@
+//! Running cells: building each family's batches from the seed, calling the
+//! subject, comparing bytes, the vacuity test and the positive controls.
+
+use super::family::{Family, RowPos};
+use super::inputs::{other_id, InputType, Rows};
+use super::report::{Cell, Control, Report};
+use super::verdict::{compare_rows, RowDiff, Verdict};
+use crate::gemm::{BLayout, Matrix, Problem};
+use crate::order::Order;
+use crate::rng::SplitMix64;
+use crate::subject::{Model, Subject, SubjectError};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Size bounds, checked before anything is allocated.
+pub struct Limits;
+
+impl Limits {
+    pub const MAX_M: usize = 1 << 16;
+    pub const MAX_K: usize = 1 << 20;
+    pub const MAX_N: usize = 1 << 16;
+    /// Largest M*K, K*N or M*N of one batch (f32 elements).
+    pub const MAX_ELEMENTS: usize = 1 << 28;
+    pub const MAX_CELLS: usize = 1 << 20;
+    pub const MAX_REPEATS: usize = 1000;
+}
+
+/// The orders the vacuity test evaluates on a cell's baseline rows: if all
+/// of them give the same bytes, no order change could have shown there.
+pub const CONTRAST_ORDERS: [&str; 6] = [
+    "fma",
+    "muladd",
+    "fma;split=2",
+    "fma;split=4;reduce=pairwise",
+    "fma;ktile=8;tile=fresh",
+    "fma;lanes=4",
+];
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    pub families: Vec<Family>,
+    /// Batch sizes; the `batch` family's baseline is the first.
+    pub ms: Vec<usize>,
+    pub k: usize,
+    pub n: usize,
+    /// Target-row positions for `content`, `batch` and `position`.
+    pub positions: Vec<RowPos>,
+    pub seed: u64,
+    pub input: InputType,
+    /// Runs of the `repeat` family (at least 2).
+    pub repeats: usize,
+}
+
+impl CheckOptions {
+    /// Checks every bound; the message names the offending option.
+    pub fn validate(&self, has_vs: bool) -> Result<(), String> {
+        if self.families.is_empty() {
+            return Err("no family given".into());
+        }
+        if self.ms.is_empty() {
+            return Err("no M given".into());
+        }
+        for &m in &self.ms {
+            if m == 0 || m > Limits::MAX_M {
+                return Err(format!("M = {m} is out of range (1..={})", Limits::MAX_M));
+            }
+        }
+        if self.k == 0 || self.k > Limits::MAX_K {
+            return Err(format!("K = {} is out of range (1..={})", self.k, Limits::MAX_K));
+        }
+        if self.n == 0 || self.n > Limits::MAX_N {
+            return Err(format!("N = {} is out of range (1..={})", self.n, Limits::MAX_N));
+        }
+        let m_max = *self.ms.iter().max().unwrap_or(&1);
+        for (what, x, y) in [("M*K", m_max, self.k), ("K*N", self.k, self.n), ("M*N", m_max, self.n)] {
+            if x.checked_mul(y).is_none_or(|p| p > Limits::MAX_ELEMENTS) {
+                return Err(format!("{what} = {x}*{y} exceeds {} elements", Limits::MAX_ELEMENTS));
+            }
+        }
+        if self.repeats < 2 || self.repeats > Limits::MAX_REPEATS {
+            return Err(format!(
+                "repeats = {} is out of range (2..={})",
+                self.repeats,
+                Limits::MAX_REPEATS
+            ));
+        }
+        if self.families.contains(&Family::Switch) && !has_vs {
+            return Err("the switch family needs a second subject (--vs)".into());
+        }
+        let cells = self.families.len() * self.ms.len() * self.positions.len().max(RowPos::POSITIONS.len());
+        if cells > Limits::MAX_CELLS {
+            return Err(format!("{cells} cells exceed {}", Limits::MAX_CELLS));
+        }
+        Ok(())
+    }
+}
+
+/// The M values where a subject's behaviour is likely to change: for each
+/// boundary b (the last M of a dispatch entry, a tile height) b-1, b, b+1,
+/// plus the usual 1, 2, 8/9, 16/17, 32/33, 64/65, 128/129, 256/257, 512/513.
+pub fn edge_ms(boundaries: &[usize]) -> Vec<usize> {
+    let mut v = vec![1, 2, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513];
+    for &b in boundaries {
+        v.extend([b.saturating_sub(1), b, b + 1]);
+    }
+    v.retain(|m| (1..=Limits::MAX_M).contains(m));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// One batch: row ids and, per compared row, its index in the batch.
+struct Batch {
+    ids: Vec<u64>,
+}
+
+impl Batch {
+    /// M rows: the target (id 0) at `at`, the others from `set` in order.
+    fn with_target(m: usize, at: usize, set: u64) -> Batch {
+        let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
+        ids.insert(at, 0);
+        Batch { ids }
+    }
+
+    /// M rows `0..M` of set A (all rows compared).
+    fn plain(m: usize) -> Batch {
+        Batch {
+            ids: (0..m).map(|j| other_id(0, j)).collect(),
+        }
+    }
+}
+
+/// Runs a subject on a batch; `rows` selects output rows.
+fn run_batch(subject: &dyn Subject, rows: &Rows, batch: &Batch, sel: &[usize]) -> Result<Vec<f32>, SubjectError> {
+    let a = rows.batch(&batch.ids);
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&rows.b),
+        m: batch.ids.len(),
+        n: rows.n,
+        k: rows.k,
+        b_layout: BLayout::Kn,
+    };
+    let out = subject.run(&p, Some(sel))?;
+    if out.len() != sel.len() * rows.n {
+        return Err(SubjectError::Failed {
+            subject: subject.name(),
+            why: format!("returned {} values for {} rows of N = {}", out.len(), sel.len(), rows.n),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether every contrast order gives the same bytes on these rows.
+fn vacuous(rows: &Rows, batch: &Batch, sel: &[usize]) -> bool {
+    let mut first: Option<Vec<u32>> = None;
+    for spec in CONTRAST_ORDERS {
+        let order: Order = spec.parse().expect("contrast orders parse");
+        let Ok(out) = run_batch(&Model::new(order), rows, batch, sel) else {
+            return false;
+        };
+        let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+        match &first {
+            None => first = Some(bits),
+            Some(f) if *f != bits => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// A planned cell: the batches to compare and which rows.
+struct Plan {
+    family: Family,
+    m: usize,
+    row: String,
+    baseline: Batch,
+    base_rows: Vec<usize>,
+    /// The variant batch and its rows, matched one to one with `base_rows`.
+    variant: Option<(Batch, Vec<usize>)>,
+    /// Row labels for offenders.
+    labels: Vec<usize>,
+}
+
+fn derangement(m: usize, seed: u64) -> Vec<usize> {
+    // Sattolo's algorithm: a uniformly random cyclic permutation, so no
+    // element stays in place (m >= 2).
+    let mut p: Vec<usize> = (0..m).collect();
+    let mut r = SplitMix64::new(seed ^ 0xDE7A_0000 ^ m as u64);
+    for i in (1..m).rev() {
+        let j = r.below(i as u64) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+fn plans(opts: &CheckOptions, family: Family) -> Vec<Plan> {
+    let mut out = Vec::new();
+    let positions: Vec<RowPos> = if opts.positions.is_empty() {
+        match family {
+            Family::Position => RowPos::POSITIONS.to_vec(),
+            _ => vec![RowPos::Index(0), RowPos::Mid, RowPos::Last],
+        }
+    } else {
+        opts.positions.clone()
+    };
+    let resolved = |m: usize| -> Vec<(RowPos, usize)> {
+        let mut seen = Vec::new();
+        let mut v = Vec::new();
+        for &p in &positions {
+            if let Some(i) = p.resolve(m) {
+                if !seen.contains(&i) {
+                    seen.push(i);
+                    v.push((p, i));
+                }
+            }
+        }
+        v
+    };
+    let m0 = opts.ms[0];
+    for &m in &opts.ms {
+        match family {
+            Family::Content => {
+                for (p, i) in resolved(m) {
+                    if m < 2 {
+                        continue;
+                    }
+                    out.push(Plan {
+                        family,
+                        m,
+                        row: p.to_string(),
+                        baseline: Batch::with_target(m, i, 0),
+                        base_rows: vec![i],
+                        variant: Some((Batch::with_target(m, i, 1), vec![i])),
+                        labels: vec![i],
+                    });
+                }
+            }
+            Family::Batch => {
+                if m == m0 {
+                    continue;
+                }
+                for (p, i) in resolved(m.min(m0)) {
+                    out.push(Plan {
+                        family,
+                        m,
+                        row: p.to_string(),
+                        baseline: Batch::with_target(m0, i, 0),
+                        base_rows: vec![i],
+                        variant: Some((Batch::with_target(m, i, 0), vec![i])),
+                        labels: vec![i],
+                    });
+                }
+            }
+            Family::Position => {
+                for (p, i) in resolved(m) {
+                    if i == 0 {
+                        continue;
+                    }
+                    out.push(Plan {
+                        family,
+                        m,
+                        row: p.to_string(),
+                        baseline: Batch::with_target(m, 0, 0),
+                        base_rows: vec![0],
+                        variant: Some((Batch::with_target(m, i, 0), vec![i])),
+                        labels: vec![i],
+                    });
+                }
+            }
+            Family::Permutation => {
+                if m < 2 {
+                    continue;
+                }
+                let perm = derangement(m, opts.seed);
+                let base = Batch::plain(m);
+                // variant position q holds baseline row perm[q]
+                let ids: Vec<u64> = perm.iter().map(|&src| base.ids[src]).collect();
+                let mut at = vec![0; m];
+                for (q, &src) in perm.iter().enumerate() {
+                    at[src] = q;
+                }
+                out.push(Plan {
+                    family,
+                    m,
+                    row: "all".into(),
+                    baseline: base,
+                    base_rows: (0..m).collect(),
+                    variant: Some((Batch { ids }, at)),
+                    labels: (0..m).collect(),
+                });
+            }
+            Family::Repeat | Family::Switch => out.push(Plan {
+                family,
+                m,
+                row: "all".into(),
+                baseline: Batch::plain(m),
+                base_rows: (0..m).collect(),
+                variant: None,
+                labels: (0..m).collect(),
+            }),
+        }
+    }
+    out
+}
+
+fn cell_of(plan: &Plan, opts: &CheckOptions, subject: &dyn Subject) -> Cell {
+    Cell {
+        id: format!(
+            "{}/m={}/k={}/n={}/row={}",
+            plan.family, plan.m, opts.k, opts.n, plan.row
+        ),
+        family: plan.family,
+        subject: subject.name(),
+        m: plan.m,
+        k: opts.k,
+        n: opts.n,
+        row: plan.row.clone(),
+        rank: None,
+        verdict: Verdict::Error,
+        diff: RowDiff::default(),
+        reason: None,
+    }
+}
+
+fn error_cell(mut c: Cell, e: SubjectError) -> Cell {
+    c.verdict = Verdict::Error;
+    c.reason = Some(e.to_string());
+    c
+}
+
+/// Runs one planned cell.
+fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject, vs: Option<&dyn Subject>) -> Cell {
+    let mut cell = cell_of(plan, opts, subject);
+    let base = match run_batch(subject, rows, &plan.baseline, &plan.base_rows) {
+        Ok(x) => x,
+        Err(e) => return error_cell(cell, e),
+    };
+    let runs = if plan.family == Family::Repeat { opts.repeats } else { 2 };
+    for _ in 1..runs {
+        match run_batch(subject, rows, &plan.baseline, &plan.base_rows) {
+            Ok(again) => {
+                let d = compare_rows(&base, &again, rows.n, &plan.labels);
+                if !d.identical() {
+                    cell.verdict = Verdict::NonDet;
+                    cell.diff = d;
+                    cell.reason = Some("two runs of the same batch differ".into());
+                    return cell;
+                }
+            }
+            Err(e) => return error_cell(cell, e),
+        }
+    }
+    let variant = match (&plan.variant, plan.family) {
+        (_, Family::Repeat) => Ok(base.clone()),
+        (_, Family::Switch) => match vs {
+            Some(other) => run_batch(other, rows, &plan.baseline, &plan.base_rows),
+            None => Err(SubjectError::Unsupported {
+                subject: subject.name(),
+                why: "the switch family needs a second subject".into(),
+            }),
+        },
+        (Some((batch, sel)), _) => run_batch(subject, rows, batch, sel),
+        (None, _) => unreachable!("every family but repeat and switch plans a variant"),
+    };
+    let variant = match variant {
+        Ok(v) => v,
+        Err(e) => return error_cell(cell, e),
+    };
+    cell.diff = compare_rows(&base, &variant, rows.n, &plan.labels);
+    cell.verdict = if !cell.diff.identical() {
+        Verdict::Fail
+    } else if vacuous(rows, &plan.baseline, &plan.base_rows) {
+        cell.reason = Some(format!(
+            "every contrast order ({}) gives these bytes: no order change could show",
+            CONTRAST_ORDERS.join(" | ")
+        ));
+        Verdict::Vacuous
+    } else {
+        Verdict::Pass
+    };
+    cell
+}
+
+/// A subject built to break batch invariance, for the positive control:
+/// the CPU model (`fma`) whose output bits are perturbed by a hash of the
+/// whole batch (its bytes, M, the row's position) and, when `nondet`, of a
+/// call counter. Its rows depend on other rows, on M, on position and on
+/// order, so every family must fail on it.
+struct ControlSubject {
+    nondet: bool,
+    calls: AtomicU64,
+}
+
+fn fnv(h: &mut u64, bytes: &[u8]) {
+    for &b in bytes {
+        *h ^= b as u64;
+        *h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+}
+
+impl Subject for ControlSubject {
+    fn name(&self) -> String {
+        format!("control:{}", if self.nondet { "nondet" } else { "coupled" })
+    }
+
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let model = Model::new("fma".parse().expect("fma parses"));
+        let all: Vec<usize> = (0..p.m).collect();
+        let sel = rows.unwrap_or(&all);
+        let mut out = model.run(p, Some(sel))?;
+        let mut h = 0xCBF2_9CE4_8422_2325u64;
+        if let Matrix::F32(a) = p.a {
+            for x in a {
+                fnv(&mut h, &x.to_bits().to_le_bytes());
+            }
+        }
+        fnv(&mut h, &(p.m as u64).to_le_bytes());
+        if self.nondet {
+            fnv(&mut h, &self.calls.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        }
+        for (ri, &r) in sel.iter().enumerate() {
+            let mut hr = h;
+            fnv(&mut hr, &(r as u64).to_le_bytes());
+            for c in 0..p.n {
+                let mask = ((hr >> (16 * (c % 4))) & 0xFFFF) as u32 | 1;
+                let x = &mut out[ri * p.n + c];
+                *x = f32::from_bits(x.to_bits() ^ mask);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Runs the whole check: every cell of every family, then one positive
+/// control per family. `progress(done, total)` is called after each cell.
+pub fn check(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    opts.validate(vs.is_some())?;
+    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
+    let mut families = opts.families.clone();
+    families.sort_unstable();
+    families.dedup();
+    let all: Vec<Plan> = families.iter().flat_map(|&f| plans(opts, f)).collect();
+    if all.is_empty() {
+        return Err("no cell to check: every family needs M >= 2, or a position inside the batch".into());
+    }
+    let mut cells = Vec::with_capacity(all.len());
+    for (i, plan) in all.iter().enumerate() {
+        cells.push(run_plan(plan, &rows, opts, subject, vs));
+        progress(i + 1, all.len());
+    }
+    let mut controls = Vec::new();
+    for &f in &families {
+        let Some(plan) = all.iter().filter(|p| p.family == f).max_by_key(|p| p.m) else {
+            continue;
+        };
+        let coupled = ControlSubject {
+            nondet: f == Family::Repeat,
+            calls: AtomicU64::new(0),
+        };
+        let model = Model::new("fma".parse().expect("fma parses"));
+        // switch: the model against the coupled control
+        let cell = if f == Family::Switch {
+            run_plan(plan, &rows, opts, &model, Some(&coupled))
+        } else {
+            run_plan(plan, &rows, opts, &coupled, None)
+        };
+        let expected = if f == Family::Repeat {
+            Verdict::NonDet
+        } else {
+            Verdict::Fail
+        };
+        controls.push(Control {
+            family: f,
+            cell: cell.id.clone(),
+            subject: coupled.name(),
+            verdict: cell.verdict,
+            expected,
+            held: cell.verdict == expected,
+        });
+    }
+    Ok(Report::new(subject.name(), vs.map(|s| s.name()), opts, cells, controls))
+}

@@ -1,0 +1,197 @@
+//! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
+//! module doc of `bi`). Parsing subject specs and writing reports only.
+
+use super::{CliError, Outcome, Result};
+use crate::bi::{check, edge_ms, CheckOptions, Family, InputType, Report, RowPos};
+use crate::order::Order;
+use crate::subject::{Dispatch, Model, Subject};
+use clap::{Args, Subcommand};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand, Debug)]
+pub enum BiCommand {
+    /// Run a subject through variant families; one verdict per cell.
+    Run(RunArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The subject: `model:ORDER` (the CPU model) or `dispatch:FILE` (an
+    /// order chosen by shape from a JSON table).
+    #[arg(long)]
+    pub subject: String,
+    /// A second subject for the `switch` family.
+    #[arg(long)]
+    pub vs: Option<String>,
+    /// Families, comma-separated: content, batch, position, permutation,
+    /// repeat, switch.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub family: Vec<String>,
+    /// Batch sizes, comma-separated (the batch family's baseline is the
+    /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
+    /// boundary of a dispatch subject.
+    #[arg(long, default_value = "edges")]
+    pub m: String,
+    #[arg(long)]
+    pub k: usize,
+    #[arg(long)]
+    pub n: usize,
+    /// Target-row positions, comma-separated: indices, mid, last (default:
+    /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<String>,
+    /// Input element type (default: what the model's order reads; else f32).
+    #[arg(long)]
+    pub input: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Runs of the repeat family.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Write the JSON report here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a Markdown table here.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// NON_DET cells also fail the run (exit 1).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// Most bytes a dispatch table file may have.
+const MAX_TABLE_BYTES: u64 = 1 << 20;
+
+/// A parsed subject and what the checker should know about it.
+struct ParsedSubject {
+    subject: Box<dyn Subject>,
+    /// The input type its order reads (model subjects).
+    input: Option<InputType>,
+    /// M values where its behaviour may change (dispatch bounds).
+    boundaries: Vec<usize>,
+}
+
+fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
+        CliError(format!(
+            "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
+        ))
+    })?;
+    match kind {
+        "model" => {
+            let order: Order = arg.parse()?;
+            Ok(ParsedSubject {
+                subject: Box::new(Model::new(order)),
+                input: Some(InputType::of_order(&order)),
+                boundaries: vec![],
+            })
+        }
+        "dispatch" => {
+            let path = Path::new(arg);
+            let len = std::fs::metadata(path)
+                .map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?
+                .len();
+            if len > MAX_TABLE_BYTES {
+                return Err(CliError(format!(
+                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
+                )));
+            }
+            let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
+            let d = Dispatch::parse(arg, &text).map_err(CliError)?;
+            let inputs: Vec<InputType> = d.entries.iter().map(|e| InputType::of_order(&e.order)).collect();
+            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
+            Ok(ParsedSubject {
+                boundaries: d.m_boundaries(),
+                subject: Box::new(d),
+                input,
+            })
+        }
+        _ => Err(CliError(format!(
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
+        ))),
+    }
+}
+
+fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) -> Result<Vec<T>> {
+    items
+        .iter()
+        .map(|s| s.trim().parse::<T>().map_err(|e| CliError(format!("--{what}: {e}"))))
+        .collect()
+}
+
+pub fn run(c: BiCommand) -> Result<Outcome> {
+    match c {
+        BiCommand::Run(a) => run_check(a),
+    }
+}
+
+fn run_check(a: RunArgs) -> Result<Outcome> {
+    let subject = parse_subject(&a.subject)?;
+    let vs = a.vs.as_deref().map(parse_subject).transpose()?;
+    let families: Vec<Family> = parse_list("family", &a.family)?;
+    let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
+    let ms = if a.m.trim() == "edges" {
+        edge_ms(&subject.boundaries)
+    } else {
+        a.m.split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<usize>()
+                    .map_err(|_| CliError(format!("--m: '{s}' is not a batch size (a list of integers, or edges)")))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    let input = match &a.input {
+        Some(s) => s.parse::<InputType>().map_err(CliError)?,
+        None => subject.input.unwrap_or(InputType::F32),
+    };
+    let opts = CheckOptions {
+        families,
+        ms,
+        k: a.k,
+        n: a.n,
+        positions,
+        seed: a.seed,
+        input,
+        repeats: a.repeats,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let report: Report = check(
+        subject.subject.as_ref(),
+        vs.as_ref().map(|v| v.subject.as_ref()),
+        &opts,
+        &|done, total| {
+            if tty {
+                use std::io::Write;
+                let end = if done == total { "\n" } else { "" };
+                let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
+            }
+        },
+    )
+    .map_err(CliError)?;
+    // write both files fully before anything is reported
+    let json = serde_json::to_string_pretty(&report)?;
+    if let Some(p) = &a.json {
+        write_atomic(p, json.as_bytes())?;
+    }
+    if let Some(p) = &a.markdown {
+        write_atomic(p, report.markdown().as_bytes())?;
+    }
+    out!("{}", report.text());
+    match report.exit_code(a.strict) {
+        0 => Ok(Outcome::Held),
+        1 => Ok(Outcome::Failed),
+        _ => Err(CliError(
+            "a positive control did not fail: this run cannot tell passing from failing".into(),
+        )),
+    }
+}
+
+/// Writes through a temporary file in the same folder, so a failed run
+/// leaves no half-written report.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("partial");
+    std::fs::write(&tmp, bytes).map_err(|e| CliError(format!("{}: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, path).map_err(|e| CliError(format!("{}: {e}", path.display())))
+}

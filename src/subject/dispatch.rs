@@ -1,0 +1,171 @@
+//! `dispatch:FILE`: the CPU model with an order chosen by problem shape, as
+//! cuBLAS heuristics and tuned-config tables choose a kernel.
+//!
+//! File format (JSON):
+//! `{"dispatch": [{"m_max": 16, "order": "fma"}, {"m_max": 256, "n_max": 4096, "order": "fma;split=4"}, {"order": "fma;split=8;reduce=pairwise"}]}`.
+//! An entry matches when `M <= m_max`, `N <= n_max` and `K <= k_max` (a bound
+//! left out always holds); the first matching entry wins; a shape that no
+//! entry matches is unsupported. `M` is the number of rows of the whole
+//! batch, never the number of rows requested.
+
+use super::{Model, Subject, SubjectError};
+use crate::gemm::Problem;
+use crate::order::Order;
+use serde::Deserialize;
+
+/// One row of a dispatch table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchEntry {
+    pub m_max: Option<usize>,
+    pub n_max: Option<usize>,
+    pub k_max: Option<usize>,
+    pub order: Order,
+}
+
+impl DispatchEntry {
+    fn matches(&self, m: usize, n: usize, k: usize) -> bool {
+        self.m_max.is_none_or(|b| m <= b) && self.n_max.is_none_or(|b| n <= b) && self.k_max.is_none_or(|b| k <= b)
+    }
+}
+
+/// A dispatch table (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Where the table came from (the file name), for the subject's name.
+    pub source: String,
+    pub entries: Vec<DispatchEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileEntry {
+    m_max: Option<usize>,
+    n_max: Option<usize>,
+    k_max: Option<usize>,
+    order: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTable {
+    dispatch: Vec<FileEntry>,
+}
+
+/// Most entries a table may hold.
+pub const MAX_DISPATCH_ENTRIES: usize = 1024;
+
+impl Dispatch {
+    /// Parses a table; errors name the JSON path (`dispatch[2].order`).
+    pub fn parse(source: &str, json: &str) -> Result<Dispatch, String> {
+        let de = &mut serde_json::Deserializer::from_str(json);
+        let table: FileTable = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            format!("{source}: at {path}: {}", e.into_inner())
+        })?;
+        if table.dispatch.is_empty() {
+            return Err(format!("{source}: at dispatch: the table has no entries"));
+        }
+        if table.dispatch.len() > MAX_DISPATCH_ENTRIES {
+            return Err(format!(
+                "{source}: at dispatch: {} entries (at most {MAX_DISPATCH_ENTRIES})",
+                table.dispatch.len()
+            ));
+        }
+        let mut entries = Vec::with_capacity(table.dispatch.len());
+        for (i, e) in table.dispatch.into_iter().enumerate() {
+            let order = e
+                .order
+                .parse::<Order>()
+                .map_err(|err| format!("{source}: at dispatch[{i}].order: {err}"))?;
+            for (name, v) in [("m_max", e.m_max), ("n_max", e.n_max), ("k_max", e.k_max)] {
+                if v == Some(0) {
+                    return Err(format!("{source}: at dispatch[{i}].{name}: must be at least 1"));
+                }
+            }
+            entries.push(DispatchEntry {
+                m_max: e.m_max,
+                n_max: e.n_max,
+                k_max: e.k_max,
+                order,
+            });
+        }
+        Ok(Dispatch {
+            source: source.to_string(),
+            entries,
+        })
+    }
+
+    /// The order the table picks for a shape (None: no entry matches).
+    pub fn pick(&self, m: usize, n: usize, k: usize) -> Option<&DispatchEntry> {
+        self.entries.iter().find(|e| e.matches(m, n, k))
+    }
+
+    /// The M values where the table's choice can change: each `m_max` bound
+    /// `b` gives `b` and `b + 1` (the last M of an entry and the first after).
+    pub fn m_boundaries(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.entries.iter().filter_map(|e| e.m_max).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+impl Subject for Dispatch {
+    fn name(&self) -> String {
+        format!("dispatch:{}", self.source)
+    }
+
+    fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let entry = self.pick(m, n, k).ok_or_else(|| SubjectError::Unsupported {
+            subject: self.name(),
+            why: format!("no dispatch entry matches M={m} N={n} K={k}"),
+        })?;
+        Model::new(entry.order).run(problem, rows).map_err(|e| match e {
+            SubjectError::Unsupported { why, .. } => SubjectError::Unsupported {
+                subject: self.name(),
+                why: format!("order {}: {why}", entry.order),
+            },
+            other => other,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"{"dispatch": [{"m_max": 16, "order": "fma"}, {"m_max": 256, "order": "fma;split=4"}, {"order": "fma;split=8;reduce=pairwise"}]}"#;
+
+    #[test]
+    fn first_matching_entry_wins() {
+        let d = Dispatch::parse("t.json", TABLE).unwrap();
+        let pick = |m| d.pick(m, 64, 1024).unwrap().order.to_string();
+        assert_eq!(pick(1), "fma");
+        assert_eq!(pick(16), "fma");
+        assert_eq!(pick(17), "fma;split=4");
+        assert_eq!(pick(256), "fma;split=4");
+        assert_eq!(pick(257), "fma;split=8;reduce=pairwise");
+        assert_eq!(d.m_boundaries(), vec![16, 256]);
+        assert_eq!(d.name(), "dispatch:t.json");
+    }
+
+    #[test]
+    fn other_bounds_and_no_match() {
+        let d = Dispatch::parse("t", r#"{"dispatch": [{"k_max": 512, "n_max": 8, "order": "muladd"}]}"#).unwrap();
+        assert!(d.pick(1, 8, 512).is_some());
+        assert!(d.pick(1, 9, 512).is_none());
+        assert!(d.pick(1, 8, 513).is_none());
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let err = |s: &str| Dispatch::parse("t.json", s).unwrap_err();
+        assert!(err(r#"{"dispatch": [{"order": "fma"}, {"order": "fma;split=0"}]}"#).contains("dispatch[1].order"));
+        assert!(err(r#"{"dispatch": [{"m_max": "x", "order": "fma"}]}"#).contains("dispatch[0].m_max"));
+        assert!(err(r#"{"dispatch": [{"m_max": 4, "order": "fma", "mmax": 3}]}"#).contains("dispatch[0]"));
+        assert!(err(r#"{"dispatch": []}"#).contains("no entries"));
+        assert!(err(r#"{"dispatch": [{"m_max": 0, "order": "fma"}]}"#).contains("dispatch[0].m_max"));
+        assert!(err("not json").starts_with("t.json: at"));
+    }
+}
