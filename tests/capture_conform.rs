@@ -83,4 +83,21 @@ fn tampered_copy_of_committed_capture_is_refused_by_the_anchor() {
         err.contains("conform/manifest.json") && err.contains("reference/captures.sha256"),
         "{err}"
     );
+    // through the CLI: an unanchored capture is bad input (exit 2); replayed
+    // on purpose with --unanchored, the forged digest is a failed check (exit 1)
+    let mxbi = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mxbi"))
+            .args(["device", "replay"])
+            .arg(&copy)
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = mxbi(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, err) = mxbi(&["--unanchored"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("differ from the capture"), "{err}");
 }

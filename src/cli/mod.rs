@@ -328,8 +328,10 @@ fn check_threads_env() -> Result<()> {
 
 pub fn run(cli: Cli) -> Result<Outcome> {
     check_threads_env()?;
-    if let Command::Bi(c) = cli.command {
-        return bi::run(c);
+    match cli.command {
+        Command::Bi(c) => return bi::run(c),
+        Command::Device(c) => return device::run(c),
+        _ => {}
     }
     match cli.command {
         Command::Demo => demo::run(),
@@ -342,7 +344,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Gemm(a) => gemm::gemm(a),
         Command::Order(a) => gemm::order(a),
         Command::Trace(a) => gemm::trace(a),
-        Command::Device(c) => device::run(c),
+        Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
         Command::Bi(_) => unreachable!("handled above"),
     }?;

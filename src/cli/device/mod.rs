@@ -41,7 +41,11 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-pub fn run(cmd: DeviceCommand) -> Result<()> {
+/// Runs a device command; only `replay` can end in a failed check.
+pub fn run(cmd: DeviceCommand) -> Result<crate::cli::Outcome> {
+    if let DeviceCommand::Replay(a) = cmd {
+        return replay::run(a);
+    }
     match cmd {
         DeviceCommand::Info(a) => info(a),
         DeviceCommand::Conform(a) => conform::run(a),
@@ -49,8 +53,9 @@ pub fn run(cmd: DeviceCommand) -> Result<()> {
         DeviceCommand::Casts(a) => casts::run(a),
         DeviceCommand::Vendor(a) => vendor::run(a),
         DeviceCommand::Collective(a) => collective::run(a),
-        DeviceCommand::Replay(a) => replay::run(a),
-    }
+        DeviceCommand::Replay(_) => unreachable!("handled above"),
+    }?;
+    Ok(crate::cli::Outcome::Held)
 }
 
 #[cfg(feature = "cuda")]

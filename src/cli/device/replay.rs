@@ -1,13 +1,15 @@
 //! `mxbi device replay DIR`: replays capture folders on the CPU model and
 //! reports mismatches (no GPU needed). Every capture must be the one
 //! anchored in `reference/captures.sha256` (compiled in) unless
-//! `--unanchored` is given. Any mismatch ends with an error line.
+//! `--unanchored` is given. A mismatch is a failed check: exit code 1 after
+//! the report; a capture that is not anchored or not intact is bad input
+//! (exit code 2).
 //!
 //! Without `--full` it replays what CI replays: every conform row and foil,
 //! every probe case and collective row, and for casts the boundary, ordinary
 //! and sampled chunks of `--cast-seed`; `--full` replays every cast chunk.
 
-use crate::cli::{CliError, Result};
+use crate::cli::{CliError, Outcome, Result};
 use crate::device::capture::{Capture, ANCHOR_FILE};
 use std::path::{Path, PathBuf};
 
@@ -51,7 +53,7 @@ fn capture_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-pub fn run(a: ReplayArgs) -> Result<()> {
+pub fn run(a: ReplayArgs) -> Result<Outcome> {
     let mut bad = 0usize;
     for dir in capture_dirs(&a.dir)? {
         let cap = if a.unanchored {
@@ -152,9 +154,10 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         outln!("{}: {line}{tag}", dir.display());
     }
     if bad > 0 {
-        return Err(CliError(format!(
-            "{bad} replayed rows, chunks or foil counts differ from the capture"
-        )));
+        crate::cli::write_stderr_line(&format!(
+            "mxbi: {bad} replayed rows, chunks or foil counts differ from the capture"
+        ));
+        return Ok(Outcome::Failed);
     }
-    Ok(())
+    Ok(Outcome::Held)
 }
