@@ -305,7 +305,7 @@ const REJECTED: &[Rule] = &[
         families: Set::Only(&["deepgemm-fp8"]),
         keys: Set::Only(PROMOTE_KEYS),
         scales: Set::All,
-        reason: "key 'promote' given twice", // the preset sets promote=128
+        reason: "key 'promote' is already set by preset 'deepgemm-fp8'", // promote=128
     },
     Rule {
         families: Set::Only(&["fma", "muladd"]),
