@@ -289,9 +289,11 @@ fn bad_options_are_refused_before_any_work() {
     assert!(bad(&|o| o.families = vec![Family::Switch]).contains("--vs"));
     assert!(bad(&|o| o.repeats = 1).contains("repeats"));
     assert!(bad(&|o| o.ms = vec![1]).contains("no cell"));
-    // the bf16 model refuses f32 inputs: an ERROR cell, with the reason
+    // the bf16 model refuses f32 inputs: an ERROR cell, with the reason;
+    // a run where no cell could run cannot pass (exit 2)
     let r = check(&model("hopper-bf16"), None, &base, &|_, _| {}).unwrap();
     assert_eq!(r.count(Verdict::Error), r.cells.len());
+    assert_eq!(r.exit_code(false), 2);
     assert!(r.cells[0]
         .reason
         .as_deref()
@@ -376,6 +378,52 @@ mod cli {
             !out.contains("batch/m=16/"),
             "M = 16 still takes the first entry: {out}"
         );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_run_where_no_cell_can_run_exits_2_and_strict_fails_on_errors() {
+        let (code, _, err) = mxbi(&[
+            "bi",
+            "run",
+            "--subject",
+            "model:mma(k=4294967295,f=25)",
+            "--family",
+            "batch",
+            "--m",
+            "1,2",
+            "--k",
+            "16",
+            "--n",
+            "4",
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("no cell could run") && err.contains("MAX_TREE"), "{err}");
+        // no entry matches M = 3: those cells are errors, the M = 2 ones run
+        let d = tmp("strict");
+        let table = d.join("t.json");
+        std::fs::write(&table, r#"{"dispatch": [{"m_max": 2, "order": "hopper-bf16"}]}"#).unwrap();
+        let subject = format!("dispatch:{}", table.display());
+        let args = [
+            "bi",
+            "run",
+            "--subject",
+            &subject,
+            "--family",
+            "content",
+            "--m",
+            "1,2,3",
+            "--k",
+            "32",
+            "--n",
+            "4",
+        ];
+        let (code, out, _) = mxbi(&args);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("ERROR"), "{out}");
+        let mut strict = args.to_vec();
+        strict.push("--strict");
+        assert_eq!(mxbi(&strict).0, 1);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

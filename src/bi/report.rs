@@ -97,12 +97,15 @@ impl Report {
         self.cells.iter().filter(|c| c.verdict == v).count()
     }
 
-    /// 0 when no cell failed, 1 on a BI_FAIL (or NON_DET when `strict`), 2
-    /// when a positive control did not fail (the run cannot tell).
+    /// 0 when no cell failed, 1 on a BI_FAIL (or, when `strict`, on a
+    /// NON_DET or ERROR cell), 2 when a positive control did not fail (the
+    /// run cannot tell) or no cell could run at all.
     pub fn exit_code(&self, strict: bool) -> i32 {
-        if !self.summary.valid {
+        if !self.summary.valid || self.count(Verdict::Error) == self.cells.len() {
             2
-        } else if self.count(Verdict::Fail) > 0 || (strict && self.count(Verdict::NonDet) > 0) {
+        } else if self.count(Verdict::Fail) > 0
+            || (strict && self.count(Verdict::NonDet) + self.count(Verdict::Error) > 0)
+        {
             1
         } else {
             0

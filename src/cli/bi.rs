@@ -55,7 +55,7 @@ pub struct RunArgs {
     /// Write a Markdown table here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
-    /// NON_DET cells also fail the run (exit 1).
+    /// NON_DET and ERROR cells also fail the run (exit 1).
     #[arg(long)]
     pub strict: bool,
 }
@@ -182,9 +182,17 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     match report.exit_code(a.strict) {
         0 => Ok(Outcome::Held),
         1 => Ok(Outcome::Failed),
-        _ => Err(CliError(
+        _ if !report.summary.valid => Err(CliError(
             "a positive control did not fail: this run cannot tell passing from failing".into(),
         )),
+        _ => Err(CliError(format!(
+            "no cell could run: {}",
+            report
+                .cells
+                .first()
+                .and_then(|c| c.reason.as_deref())
+                .unwrap_or("no cells")
+        ))),
     }
 }
 
