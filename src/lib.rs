@@ -10,7 +10,7 @@
 //! | [`order`] | the accumulation-order grammar (docs/ORDERS.md), reduction trees, tree diffs |
 //! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
 //! | [`subject`] | the subject interface: anything that computes a GEMM-like op; the CPU model is the first |
-//! | [`collective`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
+//! | [`op`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
 //! | [`io`] | `.npy` / `.safetensors` tensors |
 //! | [`rng`] | the one deterministic generator of test cases |
 //! | [`device`] | real GPUs (features `cuda`/`nccl`): generated kernels, probes, casts, vendor GEMMs, NCCL, captures and their CPU replay (docs/DEVICE.md) |
@@ -29,13 +29,13 @@
 
 pub mod bi;
 pub mod cli;
-pub mod collective;
 pub mod device;
 pub mod format;
 pub mod gemm;
 pub mod io;
 pub mod limits;
 pub mod mx;
+pub mod op;
 pub mod order;
 pub mod rng;
 pub mod subject;

@@ -1,6 +1,6 @@
 //! The batch-invariance checker: a subject (anything behind
 //! [`crate::subject::Subject`]) run through variant families, with one
-//! verdict per cell. This module never imports `device` or `collective`.
+//! verdict per cell. This module never imports `device` or `op` (tests/layering.rs).
 //!
 //! # Contract
 //! - **Bytes.** Output rows are compared as the bits of their values

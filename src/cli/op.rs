@@ -2,8 +2,8 @@
 //! (docs/OPS.md). File handling and printing only.
 
 use super::{CliError, Result};
-use crate::collective::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
 use crate::io;
+use crate::op::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -95,7 +95,7 @@ fn run_spec(a: RunArgs) -> Result<()> {
     let inputs = match (&a.inputs, a.generate) {
         (Some(p), _) => load_inputs(p)?,
         (None, Some(seed)) => {
-            let inp = collective::generate(&spec, &GenOpts::new(seed).x2(x2));
+            let inp = op::generate(&spec, &GenOpts::new(seed).x2(x2));
             let dir = a.out.join("inputs");
             std::fs::create_dir_all(&dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
             for (name, t) in &inp.0 {
@@ -105,7 +105,7 @@ fn run_spec(a: RunArgs) -> Result<()> {
         }
         (None, None) => return Err(CliError("give --inputs PATH or --generate SEED".into())),
     };
-    let out = collective::run_op_trial(&spec, &inputs, a.trial)?;
+    let out = op::run_op_trial(&spec, &inputs, a.trial)?;
     for (r, o) in out.per_rank.iter().enumerate() {
         let t = crate::io::TensorData::from_slice(vec![o.rows, o.cols], &o.data)?;
         io::write_tensor(a.out.join(format!("rank{r}.npy")), "out", &t)?;

@@ -1,5 +1,5 @@
 //! Fused comm+matmul ops on real GPUs (one GPU per rank, NCCL), compared
-//! byte for byte with the CPU op models of `crate::collective`.
+//! byte for byte with the CPU op models of `crate::op`.
 //!
 //! - AllGatherMatmul: NCCL all-gathers the x1 shards (MX codes and E8M0
 //!   scales); every rank then runs the generated GEMM kernels of its paths:
@@ -16,7 +16,7 @@
 use super::capture::Capture;
 use super::conform::row_digest;
 use super::{DeviceError, Result};
-use crate::collective::{generate, run_op, GenOpts, Inputs, OpOutput, OpSpec, X2Scales};
+use crate::op::{generate, run_op, GenOpts, Inputs, OpOutput, OpSpec, X2Scales};
 use serde::{Deserialize, Serialize};
 
 /// One two-GPU case.
@@ -227,13 +227,13 @@ pub use two_gpu::run;
 #[cfg(feature = "nccl")]
 mod two_gpu {
     use super::*;
-    use crate::collective::agmm::{AgmmSpec, PathSpec, ScalePoint, X2Layout};
-    use crate::collective::reduce::ReduceSpec;
     use crate::device::codegen::{Backend16, GpuPlan};
     use crate::device::exec::{gemm_on_gpu, GemmOperands, KernelCache};
     use crate::device::gpu::{driver_err, Arch, Gpu};
     use crate::device::nccl::{nccl_version, Ranks};
     use crate::format::Format;
+    use crate::op::agmm::{AgmmSpec, PathSpec, ScalePoint, X2Layout};
+    use crate::op::reduce::ReduceSpec;
     use cudarc::driver::{LaunchConfig, PushKernelArg};
 
     const REQUANT_SRC: &str = r#"
@@ -349,7 +349,7 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         let (mpr, k, n, kb) = (spec.m_per_rank, spec.k, spec.n, spec.k / 32);
         let get = |name: &str| -> Result<Vec<u8>> {
             match inputs.0.get(name).map(|t| &t.values) {
-                Some(crate::collective::TensorValues::U8(v)) => Ok(v.clone()),
+                Some(crate::op::TensorValues::U8(v)) => Ok(v.clone()),
                 _ => Err(DeviceError::Refused(format!("input `{name}` missing or not bytes"))),
             }
         };
@@ -426,7 +426,7 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         let ks = k / ws;
         let get = |name: &str| -> Result<Vec<f32>> {
             match inputs.0.get(name).map(|t| &t.values) {
-                Some(crate::collective::TensorValues::F32(v)) => Ok(v.clone()),
+                Some(crate::op::TensorValues::F32(v)) => Ok(v.clone()),
                 _ => Err(DeviceError::Refused(format!("input `{name}` missing or not f32"))),
             }
         };

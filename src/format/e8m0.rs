@@ -135,7 +135,8 @@ mod tests {
 
     #[test]
     fn research_note_edge_vectors() {
-        // (input bits, ml_dtypes, torch, gfloat sat=False) from mx_anchors.md §3.
+        // (input bits, ml_dtypes, torch, gfloat sat=False): outputs of the
+        // oracle versions of reference/README.md on these inputs.
         let rows: &[(u32, u8, u8, u8)] = &[
             (0x3f800000, 0x7f, 0x7f, 0x7f),
             (0x3f400000, 0x7f, 0x7f, 0x7e),

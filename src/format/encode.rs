@@ -493,7 +493,8 @@ mod tests {
 
     #[test]
     fn research_note_e4m3_vectors() {
-        // (bits, ml_dtypes, torch, gfloat sat=False) from mx_anchors.md §3.
+        // (bits, ml_dtypes, torch, gfloat sat=False): outputs of the oracle
+        // versions of reference/README.md on these inputs.
         let rows: &[(u32, u16, u16, u16)] = &[
             (0x43e00000, 0x7e, 0x7e, 0x7e),
             (0xc3e00000, 0xfe, 0xfe, 0xfe),

@@ -1,6 +1,6 @@
 //! The subject interface: the one door through which the checker, the
 //! explainer, the accuracy verdicts and the fuzzer reach "something that
-//! computes a GEMM-like op". They never import `device` or `collective`;
+//! computes a GEMM-like op". They never import `device` or `op` (tests/layering.rs);
 //! those (and external runners, dump folders, the Python binding) implement
 //! [`Subject`] instead.
 //!

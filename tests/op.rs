@@ -1,9 +1,9 @@
-//! Op models (src/collective): the "done means" cases of the fused
+//! Op models (src/op): the "done means" cases of the fused
 //! comm+matmul issue, bad input, and the `mxbi op` CLI.
 
-use mxbi::collective::agmm::{self, ScalePoint};
-use mxbi::collective::check::{self, Verdict};
-use mxbi::collective::{generate, run_op, GenOpts, Mechanism, OpError, OpSpec, TensorValues, X2Scales};
+use mxbi::op::agmm::{self, ScalePoint};
+use mxbi::op::check::{self, Verdict};
+use mxbi::op::{generate, run_op, GenOpts, Mechanism, OpError, OpSpec, TensorValues, X2Scales};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::Command;
@@ -172,7 +172,7 @@ fn moe_routing_changes_a_rows_order() {
     let OpSpec::Moe(ms) = &s else { unreachable!() };
     let (t, ne, target) = (ms.tokens, ms.experts, 7);
     let mut a = generate(&s, &base().pin(target, CONTENT));
-    let expert = mxbi::collective::moe::route(ms, values(&a, "logits")).unwrap()[target];
+    let expert = mxbi::op::moe::route(ms, values(&a, "logits")).unwrap()[target];
     // variant A: every other token goes elsewhere; B: every token joins
     // the target's expert. Row `target` itself is unchanged.
     let mut b = a.clone();
@@ -207,7 +207,7 @@ fn moe_routing_changes_a_rows_order() {
     assert!(o.per_rank.iter().all(|r| r.rows == 4));
     let OpSpec::Moe(es) = &ep else { unreachable!() };
     let grouped = spec(
-        serde_json::to_value(OpSpec::Moe(mxbi::collective::moe::MoeSpec {
+        serde_json::to_value(OpSpec::Moe(mxbi::op::moe::MoeSpec {
             ep_world_size: None,
             ..es.clone()
         }))
@@ -218,7 +218,7 @@ fn moe_routing_changes_a_rows_order() {
     assert_eq!(bits(&all), bits(&g.per_rank[0].data));
 }
 
-fn values<'a>(inp: &'a mxbi::collective::Inputs, name: &str) -> &'a [f32] {
+fn values<'a>(inp: &'a mxbi::op::Inputs, name: &str) -> &'a [f32] {
     match &inp.0[name].values {
         TensorValues::F32(v) => v,
         _ => unreachable!(),
@@ -286,7 +286,7 @@ fn bad_input_is_a_clear_error() {
 
 #[test]
 fn spec_round_trips_through_json() {
-    for p in mxbi::collective::presets::PRESETS {
+    for p in mxbi::op::presets::PRESETS {
         let s = spec(json!({"preset": p.name}));
         let again = spec(serde_json::to_value(&s).unwrap());
         assert_eq!(format!("{s:?}"), format!("{again:?}"), "{}", p.name);
