@@ -2,6 +2,8 @@
 //! a shape-dispatched GEMM fails exactly across its boundary, vacuous cells
 //! are flagged, and the positive controls fail as they must.
 
+mod common;
+
 use mxbi::bi::{check, edge_ms, CheckOptions, Family, InputType, RowPos, Verdict};
 use mxbi::gemm::Problem;
 use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
@@ -306,7 +308,7 @@ fn bad_options_are_refused_before_any_work() {
 }
 
 mod cli {
-    use std::path::PathBuf;
+    use super::common;
     use std::process::Command;
 
     fn mxbi(args: &[&str]) -> (i32, String, String) {
@@ -318,15 +320,9 @@ mod cli {
         )
     }
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mxbi-bi-cli-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn exit_codes_follow_the_verdicts() {
-        let d = tmp("codes");
+        let d = common::TempDir::new("bi-codes");
         let json = d.join("r.json");
         let md = d.join("r.md");
         let (code, out, err) = mxbi(&[
@@ -378,7 +374,6 @@ mod cli {
             !out.contains("batch/m=16/"),
             "M = 16 still takes the first entry: {out}"
         );
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -400,7 +395,7 @@ mod cli {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains("no cell could run") && err.contains("MAX_TREE"), "{err}");
         // no entry matches M = 3: those cells are errors, the M = 2 ones run
-        let d = tmp("strict");
+        let d = common::TempDir::new("bi-strict");
         let table = d.join("t.json");
         std::fs::write(&table, r#"{"dispatch": [{"m_max": 2, "order": "hopper-bf16"}]}"#).unwrap();
         let subject = format!("dispatch:{}", table.display());
@@ -424,12 +419,11 @@ mod cli {
         let mut strict = args.to_vec();
         strict.push("--strict");
         assert_eq!(mxbi(&strict).0, 1);
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn bad_input_is_one_line_and_exit_2_with_nothing_written() {
-        let d = tmp("bad");
+        let d = common::TempDir::new("bi-bad");
         let json = d.join("r.json");
         let j = json.to_str().unwrap();
         let missing = d.join("missing.json");
@@ -471,6 +465,5 @@ mod cli {
             assert!(!err.contains("panicked"));
             assert!(!json.exists(), "{full:?} wrote a report");
         }
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -26,21 +26,8 @@ use mxbi::mx::MxFormat;
 use mxbi::order::{Family, InType, Order};
 use proptest::prelude::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ (x >> 32)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The one test-case generator (src/rng.rs).
+type Rng = mxbi::rng::SplitMix64;
 
 /// f32 values for fma/muladd: exponents -40..40 (or -80..-60: subnormal
 /// products and sums), subnormals, signed zeros, small integers (exact
@@ -49,7 +36,7 @@ fn values(n: usize, rng: &mut Rng, special: bool) -> Vec<f32> {
     let (lo, tiny) = if rng.below(4) == 0 { (80, true) } else { (40, false) };
     let mut v: Vec<f32> = (0..n)
         .map(|_| {
-            let r = rng.next();
+            let r = rng.next_u64();
             let sign = ((r >> 63) as u32) << 31;
             match r % 16 {
                 0 => f32::from_bits(sign),
@@ -84,7 +71,7 @@ fn in_values(n: usize, t: InType, rng: &mut Rng, special: bool) -> Vec<f32> {
     let tiny = matches!(t, InType::Bf16 | InType::F32) && rng.below(3) == 0;
     let mut v: Vec<f32> = (0..n)
         .map(|_| {
-            let r = rng.next();
+            let r = rng.next_u64();
             if t == InType::F32 {
                 let e = if tiny {
                     ((r >> 24) % 21) as u32 + 127 - 75
@@ -96,7 +83,7 @@ fn in_values(n: usize, t: InType, rng: &mut Rng, special: bool) -> Vec<f32> {
             let f = in_format(t);
             if full {
                 loop {
-                    let c = (rng.next() % f.code_count() as u64) as u16;
+                    let c = (rng.next_u64() % f.code_count() as u64) as u16;
                     let x = f.decode_f32(c);
                     if x.is_finite() {
                         return x;
@@ -493,7 +480,7 @@ impl Case {
     /// rounded up to whole MX blocks (and, for `scale=block` with mma and
     /// contiguous split parts, to parts of whole blocks).
     fn new(order: Order, scale: Scale, m: usize, n: usize, k: usize, seed: u64, special: bool) -> Case {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let layout = if rng.below(2) == 0 { BLayout::Kn } else { BLayout::Nk };
         if scale == Scale::Plain {
             let (a, b) = match order.mma() {

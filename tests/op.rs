@@ -1,6 +1,8 @@
 //! Op models (src/op): the "done means" cases of the fused
 //! comm+matmul issue, bad input, and the `mxbi op` CLI.
 
+mod common;
+
 use mxbi::op::agmm::{self, ScalePoint};
 use mxbi::op::check::{self, Verdict};
 use mxbi::op::{generate, run_op, GenOpts, Mechanism, OpError, OpSpec, TensorValues, X2Scales};
@@ -299,13 +301,6 @@ fn spec_round_trips_through_json() {
 
 // ---- CLI ----
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mxbi-op-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn mxbi(args: &[&str], threads: usize) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mxbi"))
         .args(args)
@@ -324,7 +319,7 @@ fn fails_cleanly(o: &std::process::Output, needle: &str) {
 
 #[test]
 fn cli_op_run_writes_ranks_and_provenance_deterministically() {
-    let d = tmp("run");
+    let d = common::TempDir::new("op-run");
     let spec = d.join("spec.json");
     std::fs::write(
         &spec,
@@ -376,7 +371,7 @@ fn cli_op_run_writes_ranks_and_provenance_deterministically() {
 
 #[test]
 fn cli_op_bad_input_exits_2() {
-    let d = tmp("bad");
+    let d = common::TempDir::new("op-bad");
     let s = |p: PathBuf| p.to_str().unwrap().to_string();
     let out = s(d.join("o"));
     for (body, needle) in [
