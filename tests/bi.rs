@@ -320,6 +320,12 @@ mod cli {
         )
     }
 
+    /// The cell count of the summary line (`N cells: ...`).
+    fn cells(out: &str) -> usize {
+        let line = out.lines().last().unwrap();
+        line.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
     #[test]
     fn exit_codes_follow_the_verdicts() {
         let d = common::TempDir::new("bi-codes");
@@ -356,6 +362,7 @@ mod cli {
         )
         .unwrap();
         let subject = format!("dispatch:{}", table.display());
+        let junit = d.join("r.xml");
         let (code, out, _) = mxbi(&[
             "bi",
             "run",
@@ -367,9 +374,21 @@ mod cli {
             "256",
             "--n",
             "8",
+            "--junit",
+            junit.to_str().unwrap(),
         ]);
         assert_eq!(code, 1, "{out}");
         assert!(out.contains("BI_FAIL  batch/m=17/"), "{out}");
+        // JUnit: one test case per cell plus the control, a failure per BI_FAIL
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        let fails = out.lines().filter(|l| l.starts_with("BI_FAIL")).count();
+        assert!(fails > 0);
+        assert_eq!(xml.matches("<testcase ").count(), cells(&out) + 1, "{xml}");
+        assert_eq!(xml.matches("<failure ").count(), fails, "{xml}");
+        assert!(
+            xml.contains(r#"testsuite name="bi.batch""#) && xml.contains("bi.positive-controls"),
+            "{xml}"
+        );
         assert!(
             !out.contains("batch/m=16/"),
             "M = 16 still takes the first entry: {out}"

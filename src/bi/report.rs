@@ -151,6 +151,76 @@ impl Report {
         s
     }
 
+    /// JUnit XML: one test suite per family (one test case per cell) and
+    /// one for the positive controls. `BI_FAIL` is a failure, `ERROR` an
+    /// error, `VACUOUS` skipped; `NON_DET` is a failure when `strict`,
+    /// else skipped. No timestamps: the same report gives the same bytes.
+    pub fn junit(&self, strict: bool) -> String {
+        use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
+        let mut r = JReport::new(format!("mxbi bi {}", self.subject));
+        let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
+        families.dedup();
+        for f in families {
+            let mut suite = TestSuite::new(format!("bi.{f}"));
+            for c in self.cells.iter().filter(|c| c.family == f) {
+                let reason = c.reason.clone().unwrap_or_default();
+                let status = match c.verdict {
+                    Verdict::Pass => TestCaseStatus::success(),
+                    Verdict::Fail => {
+                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                        s.set_type("BI_FAIL").set_message(format!(
+                            "{} of {} rows, {} bytes, {} columns differ, max {} ulp",
+                            c.diff.rows_differing,
+                            c.diff.rows,
+                            c.diff.bytes_differing,
+                            c.diff.columns_differing,
+                            c.diff.max_ulp
+                        ));
+                        s
+                    }
+                    Verdict::NonDet if strict => {
+                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                        s.set_type("NON_DET").set_message(reason);
+                        s
+                    }
+                    Verdict::Error => {
+                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                        s.set_type("ERROR").set_message(reason);
+                        s
+                    }
+                    Verdict::NonDet | Verdict::Vacuous => {
+                        let mut s = TestCaseStatus::skipped();
+                        s.set_type(c.verdict.name()).set_message(reason);
+                        s
+                    }
+                };
+                let mut tc = TestCase::new(c.id.clone(), status);
+                tc.set_classname(format!("bi.{f}"));
+                suite.add_test_case(tc);
+            }
+            r.add_test_suite(suite);
+        }
+        let mut suite = TestSuite::new("bi.positive-controls");
+        for c in &self.controls {
+            let status = if c.held {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_type("CONTROL_PASSED").set_message(format!(
+                    "{} gave {} on {}, expected {}: the run cannot tell",
+                    c.subject, c.verdict, c.cell, c.expected
+                ));
+                s
+            };
+            let mut tc = TestCase::new(format!("{} on {}", c.subject, c.cell), status);
+            tc.set_classname("bi.positive-controls");
+            suite.add_test_case(tc);
+        }
+        r.add_test_suite(suite);
+        r.to_string()
+            .unwrap_or_else(|e| format!("<!-- junit serialisation failed: {e} -->"))
+    }
+
     /// One line: counts per verdict and validity.
     pub fn summary_line(&self) -> String {
         let counts: Vec<String> = Verdict::ALL

@@ -55,6 +55,9 @@ pub struct RunArgs {
     /// Write a Markdown table here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
+    /// Write JUnit XML here (one test case per cell).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
     /// NON_DET and ERROR cells also fail the run (exit 1).
     #[arg(long)]
     pub strict: bool,
@@ -170,13 +173,16 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         },
     )
     .map_err(CliError)?;
-    // write both files fully before anything is reported
+    // write every file fully before anything is reported
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(p) = &a.json {
         write_atomic(p, json.as_bytes())?;
     }
     if let Some(p) = &a.markdown {
         write_atomic(p, report.markdown().as_bytes())?;
+    }
+    if let Some(p) = &a.junit {
+        write_atomic(p, report.junit(a.strict).as_bytes())?;
     }
     out!("{}", report.text());
     match report.exit_code(a.strict) {
