@@ -4,8 +4,9 @@
 
 mod common;
 
-use mxbi::bi::{check, edge_ms, CheckOptions, Family, InputType, RowPos, Verdict};
+use mxbi::bi::{check, edge_ms, CheckOptions, Family, RowPos, Verdict};
 use mxbi::gemm::Problem;
+use mxbi::order::InType;
 use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
 
 fn opts(families: &[Family], ms: &[usize], k: usize, n: usize) -> CheckOptions {
@@ -16,7 +17,7 @@ fn opts(families: &[Family], ms: &[usize], k: usize, n: usize) -> CheckOptions {
         n,
         positions: vec![],
         seed: 7,
-        input: InputType::F32,
+        input: InType::F32,
         repeats: 3,
     }
 }
@@ -234,14 +235,7 @@ fn positions_and_permutations_move_rows() {
 #[test]
 fn every_positive_control_fails_as_it_must() {
     let fallback = model("fma");
-    let fams = [
-        Family::Content,
-        Family::Batch,
-        Family::Position,
-        Family::Permutation,
-        Family::Repeat,
-        Family::Switch,
-    ];
+    let fams = Family::ALL;
     for n in [1usize, 8] {
         let r = check(&model("fma"), Some(&fallback), &opts(&fams, &[1, 5], 32, n), &|_, _| {}).unwrap();
         assert_eq!(r.controls.len(), fams.len(), "{}", r.markdown());
@@ -302,7 +296,7 @@ fn bad_options_are_refused_before_any_work() {
         .unwrap()
         .contains("not exactly representable"));
     let mut o = base.clone();
-    o.input = InputType::Bf16;
+    o.input = InType::Bf16;
     let r = check(&model("hopper-bf16"), None, &o, &|_, _| {}).unwrap();
     assert_eq!(r.count(Verdict::Error), 0, "{}", r.text());
 }

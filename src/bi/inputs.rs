@@ -2,97 +2,34 @@
 //! seed and its own row id (never from its position), so the same row can be
 //! placed in any batch, at any position, and be the same bytes.
 
-use crate::format::Format;
+use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
-use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-/// Element type the inputs must be exactly representable in (an order with
-/// tensor-core steps reads bf16, f16, e4m3 or e5m2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InputType {
-    F32,
-    Bf16,
-    F16,
-    E4m3,
-    E5m2,
-}
-
-impl InputType {
-    fn format(self) -> Option<Format> {
-        match self {
-            InputType::F32 => None,
-            InputType::Bf16 => Some(Format::BF16),
-            InputType::F16 => Some(Format::F16),
-            InputType::E4m3 => Some(Format::E4M3),
-            InputType::E5m2 => Some(Format::E5M2),
+/// One input value of type `ty` (the element type an order's steps read;
+/// f32 for fma/muladd): random sign and significand, exponent within +-8 of
+/// 1 (narrower for 8-bit types), never zero, Inf or NaN.
+fn draw(ty: InType, r: &mut SplitMix64) -> f32 {
+    match ty.format() {
+        None => {
+            let sign = (r.next_u32() & 1) << 31;
+            let exp = r.range_i64(127 - 8, 127 + 8) as u32;
+            f32::from_bits(sign | exp << 23 | (r.next_u32() & 0x7F_FFFF))
         }
-    }
-
-    /// The input type an order's steps read (f32 for fma/muladd).
-    pub fn of_order(order: &crate::order::Order) -> InputType {
-        use crate::order::InType;
-        match order.mma().map(|m| m.input) {
-            Some(InType::Bf16) => InputType::Bf16,
-            Some(InType::F16) => InputType::F16,
-            Some(InType::E4M3) => InputType::E4m3,
-            Some(InType::E5M2) => InputType::E5m2,
-            Some(InType::F32) | None => InputType::F32,
-        }
-    }
-
-    /// One value: random sign and significand, exponent within +-8 of 1
-    /// (narrower for FP8), never Inf or NaN.
-    fn draw(self, r: &mut SplitMix64) -> f32 {
-        match self.format() {
-            None => {
-                let sign = (r.next_u32() & 1) << 31;
-                let exp = r.range_i64(127 - 8, 127 + 8) as u32;
-                f32::from_bits(sign | exp << 23 | (r.next_u32() & 0x7F_FFFF))
+        Some(f) => loop {
+            let bits = f.bits();
+            let code = (r.next_u64() & ((1u64 << bits) - 1)) as u16;
+            let v = f.decode_f32(code);
+            let limit = if bits == 8 { 64.0 } else { 256.0 };
+            if v.is_finite() && v != 0.0 && v.abs() <= limit && v.abs() >= 1.0 / limit {
+                return v;
             }
-            Some(f) => loop {
-                let bits = f.bits();
-                let code = (r.next_u64() & ((1u64 << bits) - 1)) as u16;
-                let v = f.decode_f32(code);
-                let limit = if bits == 8 { 64.0 } else { 256.0 };
-                if v.is_finite() && v != 0.0 && v.abs() <= limit && v.abs() >= 1.0 / limit {
-                    return v;
-                }
-            },
-        }
+        },
     }
 }
 
-impl fmt::Display for InputType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            InputType::F32 => "f32",
-            InputType::Bf16 => "bf16",
-            InputType::F16 => "f16",
-            InputType::E4m3 => "e4m3",
-            InputType::E5m2 => "e5m2",
-        })
-    }
-}
-
-impl FromStr for InputType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "f32" => InputType::F32,
-            "bf16" => InputType::Bf16,
-            "f16" => InputType::F16,
-            "e4m3" => InputType::E4m3,
-            "e5m2" => InputType::E5m2,
-            _ => {
-                return Err(format!(
-                    "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
-                ))
-            }
-        })
-    }
+/// The input type an order's steps read (f32 for fma/muladd).
+pub fn input_of(order: &Order) -> InType {
+    order.mma().map_or(InType::F32, |m| m.input)
 }
 
 /// Row ids: the target row is id 0; the other rows of a batch come from a
@@ -107,17 +44,17 @@ pub struct Rows {
     pub seed: u64,
     pub k: usize,
     pub n: usize,
-    pub ty: InputType,
+    pub ty: InType,
     /// B, `[K, N]` row-major.
     pub b: Vec<f32>,
 }
 
 impl Rows {
-    pub fn new(seed: u64, k: usize, n: usize, ty: InputType) -> Rows {
+    pub fn new(seed: u64, k: usize, n: usize, ty: InType) -> Rows {
         let mut b = Vec::with_capacity(k * n);
         for kk in 0..k {
             let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
-            b.extend((0..n).map(|_| ty.draw(&mut r)));
+            b.extend((0..n).map(|_| draw(ty, &mut r)));
         }
         Rows { seed, k, n, ty, b }
     }
@@ -125,7 +62,7 @@ impl Rows {
     /// One row of A, a function of the seed and the row id only.
     pub fn row(&self, id: u64) -> Vec<f32> {
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);
-        (0..self.k).map(|_| self.ty.draw(&mut r)).collect()
+        (0..self.k).map(|_| draw(self.ty, &mut r)).collect()
     }
 
     /// A batch: the rows with these ids, in this order, `[ids.len(), K]`.
@@ -144,7 +81,7 @@ mod tests {
 
     #[test]
     fn a_row_is_the_same_wherever_it_sits() {
-        let r = Rows::new(5, 40, 3, InputType::Bf16);
+        let r = Rows::new(5, 40, 3, InType::Bf16);
         let x = r.batch(&[other_id(0, 3), 0, other_id(1, 3)]);
         let y = r.batch(&[0]);
         assert_eq!(
@@ -157,19 +94,13 @@ mod tests {
 
     #[test]
     fn values_are_representable_and_finite() {
-        for ty in [
-            InputType::F32,
-            InputType::Bf16,
-            InputType::F16,
-            InputType::E4m3,
-            InputType::E5m2,
-        ] {
+        for ty in InType::ALL {
             let r = Rows::new(1, 256, 4, ty);
             for v in r.row(0).into_iter().chain(r.b.iter().copied()) {
-                assert!(v.is_finite() && v != 0.0, "{ty}: {v}");
+                assert!(v.is_finite() && v != 0.0, "{}: {v}", ty.name());
                 if let Some(f) = ty.format() {
                     let code = crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).unwrap();
-                    assert_eq!(f.decode_f32(code).to_bits(), v.to_bits(), "{ty}: {v}");
+                    assert_eq!(f.decode_f32(code).to_bits(), v.to_bits(), "{}: {v}", ty.name());
                 }
             }
         }

@@ -36,7 +36,7 @@ mod run;
 mod verdict;
 
 pub use family::{Family, RowPos};
-pub use inputs::{InputType, Rows};
+pub use inputs::{input_of, Rows};
 pub use report::{Cell, Control, Report, Summary, REPORT_SCHEMA};
 pub use run::{edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};

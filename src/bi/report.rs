@@ -82,7 +82,7 @@ impl Report {
             subject,
             vs,
             seed: opts.seed,
-            input: opts.input.to_string(),
+            input: opts.input.name().to_string(),
             summary: Summary {
                 cells: cells.len(),
                 verdicts,
@@ -157,6 +157,11 @@ impl Report {
     /// else skipped. No timestamps: the same report gives the same bytes.
     pub fn junit(&self, strict: bool) -> String {
         use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
+        let non_success = |kind: Option<NonSuccessKind>, ty: &str, message: String| {
+            let mut s = kind.map_or_else(TestCaseStatus::skipped, TestCaseStatus::non_success);
+            s.set_type(ty).set_message(message);
+            s
+        };
         let mut r = JReport::new(format!("mxbi bi {}", self.subject));
         let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
         families.dedup();
@@ -166,33 +171,21 @@ impl Report {
                 let reason = c.reason.clone().unwrap_or_default();
                 let status = match c.verdict {
                     Verdict::Pass => TestCaseStatus::success(),
-                    Verdict::Fail => {
-                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                        s.set_type("BI_FAIL").set_message(format!(
+                    Verdict::Fail => non_success(
+                        Some(NonSuccessKind::Failure),
+                        "BI_FAIL",
+                        format!(
                             "{} of {} rows, {} bytes, {} columns differ, max {} ulp",
                             c.diff.rows_differing,
                             c.diff.rows,
                             c.diff.bytes_differing,
                             c.diff.columns_differing,
                             c.diff.max_ulp
-                        ));
-                        s
-                    }
-                    Verdict::NonDet if strict => {
-                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                        s.set_type("NON_DET").set_message(reason);
-                        s
-                    }
-                    Verdict::Error => {
-                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                        s.set_type("ERROR").set_message(reason);
-                        s
-                    }
-                    Verdict::NonDet | Verdict::Vacuous => {
-                        let mut s = TestCaseStatus::skipped();
-                        s.set_type(c.verdict.name()).set_message(reason);
-                        s
-                    }
+                        ),
+                    ),
+                    Verdict::NonDet if strict => non_success(Some(NonSuccessKind::Failure), "NON_DET", reason),
+                    Verdict::Error => non_success(Some(NonSuccessKind::Error), "ERROR", reason),
+                    Verdict::NonDet | Verdict::Vacuous => non_success(None, c.verdict.name(), reason),
                 };
                 let mut tc = TestCase::new(c.id.clone(), status);
                 tc.set_classname(format!("bi.{f}"));
@@ -205,12 +198,14 @@ impl Report {
             let status = if c.held {
                 TestCaseStatus::success()
             } else {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_type("CONTROL_PASSED").set_message(format!(
-                    "{} gave {} on {}, expected {}: the run cannot tell",
-                    c.subject, c.verdict, c.cell, c.expected
-                ));
-                s
+                non_success(
+                    Some(NonSuccessKind::Failure),
+                    "CONTROL_PASSED",
+                    format!(
+                        "{} gave {} on {}, expected {}: the run cannot tell",
+                        c.subject, c.verdict, c.cell, c.expected
+                    ),
+                )
             };
             let mut tc = TestCase::new(format!("{} on {}", c.subject, c.cell), status);
             tc.set_classname("bi.positive-controls");

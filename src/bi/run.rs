@@ -2,11 +2,11 @@
 //! subject, comparing bytes, the vacuity test and the positive controls.
 
 use super::family::{Family, RowPos};
-use super::inputs::{other_id, InputType, Rows};
+use super::inputs::{other_id, Rows};
 use super::report::{Cell, Control, Report};
 use super::verdict::{compare_rows, RowDiff, Verdict};
 use crate::gemm::{BLayout, Matrix, Problem};
-use crate::order::Order;
+use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
 use crate::subject::{Model, Subject, SubjectError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +46,8 @@ pub struct CheckOptions {
     /// Target-row positions for `content`, `batch` and `position`.
     pub positions: Vec<RowPos>,
     pub seed: u64,
-    pub input: InputType,
+    /// The element type inputs are drawn in (what the order's steps read).
+    pub input: InType,
     /// Runs of the `repeat` family (at least 2).
     pub repeats: usize,
 }
@@ -130,13 +131,13 @@ impl Batch {
     }
 }
 
-/// Runs a subject on a batch; `rows` selects output rows.
-fn run_batch(subject: &dyn Subject, rows: &Rows, batch: &Batch, sel: &[usize]) -> Result<Vec<f32>, SubjectError> {
-    let a = rows.batch(&batch.ids);
+/// Runs a subject on a batch `a` (`[m, K]`, built once by the caller);
+/// `sel` selects output rows.
+fn run_batch(subject: &dyn Subject, rows: &Rows, a: &[f32], sel: &[usize]) -> Result<Vec<f32>, SubjectError> {
     let p = Problem {
-        a: Matrix::F32(&a),
+        a: Matrix::F32(a),
         b: Matrix::F32(&rows.b),
-        m: batch.ids.len(),
+        m: a.len() / rows.k,
         n: rows.n,
         k: rows.k,
         b_layout: BLayout::Kn,
@@ -152,11 +153,11 @@ fn run_batch(subject: &dyn Subject, rows: &Rows, batch: &Batch, sel: &[usize]) -
 }
 
 /// Whether every contrast order gives the same bytes on these rows.
-fn vacuous(rows: &Rows, batch: &Batch, sel: &[usize]) -> bool {
+fn vacuous(rows: &Rows, a: &[f32], sel: &[usize]) -> bool {
     let mut first: Option<Vec<u32>> = None;
     for spec in CONTRAST_ORDERS {
         let order: Order = spec.parse().expect("contrast orders parse");
-        let Ok(out) = run_batch(&Model::new(order), rows, batch, sel) else {
+        let Ok(out) = run_batch(&Model::new(order), rows, a, sel) else {
             return false;
         };
         let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
@@ -332,13 +333,14 @@ fn error_cell(mut c: Cell, e: SubjectError) -> Cell {
 /// Runs one planned cell.
 fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject, vs: Option<&dyn Subject>) -> Cell {
     let mut cell = cell_of(plan, opts, subject);
-    let base = match run_batch(subject, rows, &plan.baseline, &plan.base_rows) {
+    let base_a = rows.batch(&plan.baseline.ids);
+    let base = match run_batch(subject, rows, &base_a, &plan.base_rows) {
         Ok(x) => x,
         Err(e) => return error_cell(cell, e),
     };
     let runs = if plan.family == Family::Repeat { opts.repeats } else { 2 };
     for _ in 1..runs {
-        match run_batch(subject, rows, &plan.baseline, &plan.base_rows) {
+        match run_batch(subject, rows, &base_a, &plan.base_rows) {
             Ok(again) => {
                 let d = compare_rows(&base, &again, rows.n, &plan.labels);
                 if !d.identical() {
@@ -354,13 +356,13 @@ fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject
     let variant = match (&plan.variant, plan.family) {
         (_, Family::Repeat) => Ok(base.clone()),
         (_, Family::Switch) => match vs {
-            Some(other) => run_batch(other, rows, &plan.baseline, &plan.base_rows),
+            Some(other) => run_batch(other, rows, &base_a, &plan.base_rows),
             None => Err(SubjectError::Unsupported {
                 subject: subject.name(),
                 why: "the switch family needs a second subject".into(),
             }),
         },
-        (Some((batch, sel)), _) => run_batch(subject, rows, batch, sel),
+        (Some((batch, sel)), _) => run_batch(subject, rows, &rows.batch(&batch.ids), sel),
         (None, _) => unreachable!("every family but repeat and switch plans a variant"),
     };
     let variant = match variant {
@@ -370,7 +372,7 @@ fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject
     cell.diff = compare_rows(&base, &variant, rows.n, &plan.labels);
     cell.verdict = if !cell.diff.identical() {
         Verdict::Fail
-    } else if vacuous(rows, &plan.baseline, &plan.base_rows) {
+    } else if vacuous(rows, &base_a, &plan.base_rows) {
         cell.reason = Some(format!(
             "every contrast order ({}) gives these bytes: no order change could show",
             CONTRAST_ORDERS.join(" | ")

@@ -2,8 +2,8 @@
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, CheckOptions, Family, InputType, Report, RowPos};
-use crate::order::Order;
+use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, Report, RowPos};
+use crate::order::{InType, Order};
 use crate::subject::{Dispatch, Model, Subject};
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
@@ -70,7 +70,7 @@ const MAX_TABLE_BYTES: u64 = 1 << 20;
 struct ParsedSubject {
     subject: Box<dyn Subject>,
     /// The input type its order reads (model subjects).
-    input: Option<InputType>,
+    input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
     boundaries: Vec<usize>,
 }
@@ -86,7 +86,7 @@ fn parse_subject(spec: &str) -> Result<ParsedSubject> {
             let order: Order = arg.parse()?;
             Ok(ParsedSubject {
                 subject: Box::new(Model::new(order)),
-                input: Some(InputType::of_order(&order)),
+                input: Some(input_of(&order)),
                 boundaries: vec![],
             })
         }
@@ -102,7 +102,7 @@ fn parse_subject(spec: &str) -> Result<ParsedSubject> {
             }
             let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
             let d = Dispatch::parse(arg, &text).map_err(CliError)?;
-            let inputs: Vec<InputType> = d.entries.iter().map(|e| InputType::of_order(&e.order)).collect();
+            let inputs: Vec<InType> = d.entries.iter().map(|e| input_of(&e.order)).collect();
             let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
             Ok(ParsedSubject {
                 boundaries: d.m_boundaries(),
@@ -146,8 +146,12 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
             .collect::<Result<Vec<_>>>()?
     };
     let input = match &a.input {
-        Some(s) => s.parse::<InputType>().map_err(CliError)?,
-        None => subject.input.unwrap_or(InputType::F32),
+        Some(s) => InType::from_name(s).ok_or_else(|| {
+            CliError(format!(
+                "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
+            ))
+        })?,
+        None => subject.input.unwrap_or(InType::F32),
     };
     let opts = CheckOptions {
         families,

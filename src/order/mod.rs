@@ -65,6 +65,13 @@ pub enum InType {
 }
 
 impl InType {
+    pub const ALL: [InType; 5] = [InType::Bf16, InType::F16, InType::E4M3, InType::E5M2, InType::F32];
+
+    /// The type named `name` (`bf16`, `f16`, `e4m3`, `e5m2`, `f32`).
+    pub fn from_name(name: &str) -> Option<InType> {
+        InType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     pub const fn name(self) -> &'static str {
         match self {
             InType::Bf16 => "bf16",
@@ -380,13 +387,9 @@ fn parse_mma(params: &str) -> Result<Mma, ParseError> {
                 })
             }
             "in" => {
-                input = Some(match v {
-                    "bf16" => InType::Bf16,
-                    "f16" => InType::F16,
-                    "e4m3" => InType::E4M3,
-                    "e5m2" => InType::E5M2,
-                    "f32" => InType::F32,
-                    _ => return Err(value(format!("'{p}': expected one of bf16, f16, e4m3, e5m2, f32"))),
+                input = Some(match InType::from_name(v) {
+                    Some(t) => t,
+                    None => return Err(value(format!("'{p}': expected one of bf16, f16, e4m3, e5m2, f32"))),
                 })
             }
             _ => {
