@@ -4,6 +4,7 @@
 use super::family::Family;
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
+use crate::subject::Knobs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -23,6 +24,13 @@ pub struct Cell {
     pub row: String,
     /// The rank (op subjects); null for single-device subjects.
     pub rank: Option<usize>,
+    /// The subject setting of a matrix cell (only the knobs set).
+    #[serde(flatten)]
+    pub knobs: Knobs,
+    /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
+    /// LOCAL`: the row received by rank r vs the row in its owner's shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub verdict: Verdict,
     #[serde(flatten)]
     pub diff: RowDiff,

@@ -1,10 +1,11 @@
 //! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
+use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, Report, RowPos};
-use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Model, Subject};
+use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, Report, RowPos};
+use crate::order::InType;
+use crate::subject::Knobs;
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,26 +18,34 @@ pub enum BiCommand {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The subject: `model:ORDER` (the CPU model) or `dispatch:FILE` (an
-    /// order chosen by shape from a JSON table).
+    /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
+    /// order chosen by shape from a JSON table), `op:PRESET` (an op model).
     #[arg(long)]
     pub subject: String,
+    /// A built-in matrix instead of --family/--m/--k/--n: seed000,
+    /// te-anchor, edges.
+    #[arg(long, conflicts_with_all = ["family", "m", "k", "n", "rows"])]
+    pub matrix: Option<String>,
+    /// Run only shard i of n (0-based): cells whose global index is i mod n;
+    /// the positive controls run in every shard.
+    #[arg(long)]
+    pub shard: Option<String>,
     /// A second subject for the `switch` family.
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "matrix")]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
-    #[arg(long, default_value = "edges")]
-    pub m: String,
     #[arg(long)]
-    pub k: usize,
-    #[arg(long)]
-    pub n: usize,
+    pub m: Option<String>,
+    #[arg(long, required_unless_present = "matrix")]
+    pub k: Option<usize>,
+    #[arg(long, required_unless_present = "matrix")]
+    pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
     #[arg(long, value_delimiter = ',')]
@@ -63,59 +72,6 @@ pub struct RunArgs {
     pub strict: bool,
 }
 
-/// Most bytes a dispatch table file may have.
-const MAX_TABLE_BYTES: u64 = 1 << 20;
-
-/// A parsed subject and what the checker should know about it.
-struct ParsedSubject {
-    subject: Box<dyn Subject>,
-    /// The input type its order reads (model subjects).
-    input: Option<InType>,
-    /// M values where its behaviour may change (dispatch bounds).
-    boundaries: Vec<usize>,
-}
-
-fn parse_subject(spec: &str) -> Result<ParsedSubject> {
-    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
-        CliError(format!(
-            "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
-        ))
-    })?;
-    match kind {
-        "model" => {
-            let order: Order = arg.parse()?;
-            Ok(ParsedSubject {
-                subject: Box::new(Model::new(order)),
-                input: Some(input_of(&order)),
-                boundaries: vec![],
-            })
-        }
-        "dispatch" => {
-            let path = Path::new(arg);
-            let len = std::fs::metadata(path)
-                .map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?
-                .len();
-            if len > MAX_TABLE_BYTES {
-                return Err(CliError(format!(
-                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
-                )));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
-            let d = Dispatch::parse(arg, &text).map_err(CliError)?;
-            let inputs: Vec<InType> = d.entries.iter().map(|e| input_of(&e.order)).collect();
-            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
-            Ok(ParsedSubject {
-                boundaries: d.m_boundaries(),
-                subject: Box::new(d),
-                input,
-            })
-        }
-        _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
-        ))),
-    }
-}
-
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) -> Result<Vec<T>> {
     items
         .iter()
@@ -130,14 +86,24 @@ pub fn run(c: BiCommand) -> Result<Outcome> {
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
-    let subject = parse_subject(&a.subject)?;
-    let vs = a.vs.as_deref().map(parse_subject).transpose()?;
+    if let Some(name) = &a.matrix {
+        return run_matrix_cmd(&a, name);
+    }
+    let subject = subject_from_spec(&a.subject, &Knobs::default()).map_err(CliError)?;
+    let vs =
+        a.vs.as_deref()
+            .map(|v| subject_from_spec(v, &Knobs::default()))
+            .transpose()
+            .map_err(CliError)?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
     let families: Vec<Family> = parse_list("family", &a.family)?;
     let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
-    let ms = if a.m.trim() == "edges" {
-        edge_ms(&subject.boundaries)
+    let m_arg = a.m.as_deref().unwrap_or("edges");
+    let ms = if m_arg.trim() == "edges" {
+        edge_ms(&subject.m_boundaries())
     } else {
-        a.m.split(',')
+        m_arg
+            .split(',')
             .map(|s| {
                 s.trim()
                     .parse::<usize>()
@@ -151,32 +117,54 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
                 "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
             ))
         })?,
-        None => subject.input.unwrap_or(InType::F32),
+        None => subject.input().unwrap_or(InType::F32),
     };
     let opts = CheckOptions {
         families,
         ms,
-        k: a.k,
-        n: a.n,
+        k: a.k.unwrap_or(0),
+        n: a.n.unwrap_or(0),
         positions,
         seed: a.seed,
         input,
         repeats: a.repeats,
     };
     let tty = std::io::stderr().is_terminal();
-    let report: Report = check(
-        subject.subject.as_ref(),
-        vs.as_ref().map(|v| v.subject.as_ref()),
-        &opts,
-        &|done, total| {
-            if tty {
-                use std::io::Write;
-                let end = if done == total { "\n" } else { "" };
-                let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
-            }
-        },
-    )
-    .map_err(CliError)?;
+    let progress = |done: usize, total: usize| {
+        if tty {
+            use std::io::Write;
+            let end = if done == total { "\n" } else { "" };
+            let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
+        }
+    };
+    let report: Report = check_shard(subject.as_ref(), vs.as_deref(), &opts, shard, &progress).map_err(CliError)?;
+    finish(&a, report)
+}
+
+/// `--matrix NAME`: a built-in matrix, one subject per cell setting.
+fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
+    if a.vs.is_some() {
+        return Err(CliError(
+            "--vs (the switch family) does not combine with --matrix".into(),
+        ));
+    }
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let plain = subject_from_spec(&a.subject, &Knobs::default()).map_err(CliError)?;
+    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
+    let tty = std::io::stderr().is_terminal();
+    let progress = |done: usize, total: usize| {
+        if tty && (done % 64 == 0 || done == total) {
+            use std::io::Write;
+            let end = if done == total { "\n" } else { "" };
+            let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
+        }
+    };
+    let report = run_matrix(&jobs, &|k| subject_from_spec(&a.subject, k), shard, &progress).map_err(CliError)?;
+    finish(a, report)
+}
+
+/// Writes the report files, prints the summary and maps it to an outcome.
+fn finish(a: &RunArgs, report: Report) -> Result<Outcome> {
     // write every file fully before anything is reported
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(p) = &a.json {

@@ -26,6 +26,7 @@ mod demo;
 mod device;
 mod gemm;
 mod op;
+pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
