@@ -67,15 +67,15 @@ pub struct RunArgs {
 const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// A parsed subject and what the checker should know about it.
-struct ParsedSubject {
-    subject: Box<dyn Subject>,
+pub(super) struct ParsedSubject {
+    pub(super) subject: Box<dyn Subject>,
     /// The input type its order reads (model subjects).
     input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
     boundaries: Vec<usize>,
 }
 
-fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
             "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
