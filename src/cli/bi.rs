@@ -76,6 +76,16 @@ struct ParsedSubject {
 }
 
 fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+    if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(CliError)?;
+        return Ok(ParsedSubject {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: crate::device::subject::gpu_subject_from_spec(spec)
+                .expect("a GPU kind")
+                .map_err(CliError)?,
+        });
+    }
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
             "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
@@ -111,7 +121,7 @@ fn parse_subject(spec: &str) -> Result<ParsedSubject> {
             })
         }
         _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, cuda:ORDER, cublas:CASE or cublaslt:CASE)"
         ))),
     }
 }

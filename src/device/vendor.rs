@@ -32,7 +32,7 @@
 //! anchor rows, and [`replay`] checks a capture on a machine without a GPU.
 
 #[cfg(feature = "cuda")]
-mod run;
+pub(crate) mod run;
 #[cfg(feature = "cuda")]
 pub use run::run;
 
