@@ -24,6 +24,12 @@ bin=$(realpath "${MXBI_BIN:-target/release/mxbi}")
 ex=$(realpath "${MXBI_EXAMPLES:-examples}")
 seal=$(realpath "$(dirname "$0")/bi_seal.py")
 jobs=${MXBI_BI_JOBS:-12}
+# stages (comma-separated): smoke (each runner's output vs the f64 product), vendor
+# (cuBLAS/cuBLASLt live checks and a switch against the CPU model), cuda (generated
+# kernels), dumps (the dump captures), runners (live checks through exec:, and
+# switches between the library subjects and the runners that call the same library)
+stages=,${MXBI_BI_STAGES:-smoke,vendor,cuda,dumps,runners},
+on() { case "$stages" in *,$1,*) return 0;; esac; return 1; }
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/local/cuda/lib64}
 export PYTHONUNBUFFERED=1
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -49,6 +55,20 @@ timeout $left bash -c %q >%q 2>&1; rc=$?; echo "%s rc=$rc $(( $(date +%%s) - t0 
     "$PWD" "$deadline" "$1" "$out/logs/tasks.txt" "$2" "$out/logs/$1.log" "$1" "$out/logs/tasks.txt" >"$out/tasks/$(printf %03d $n)-$1.sh"
 }
 
+# --- 0. runner smoke tests ----------------------------------------------------
+smoke() {  # smoke NAME INPUT RUNNER-COMMAND
+  task "smoke-$1" "MXBI_FILL_DUMP=$ex/fill_dump.py python3 $(dirname "$seal")/runner_smoke.py \$TMPDIR/smoke-$1 $2 $3"
+}
+if on smoke; then
+  smoke torch-matmul-f32 f32 "python3 $ex/runner_torch.py matmul f32 --tf32 off"
+  smoke torch-linear-f32-tf32on f32 "python3 $ex/runner_torch.py linear f32 --tf32 on"
+  smoke torch-matmul-bf16 bf16 "python3 $ex/runner_torch.py matmul bf16"
+  smoke torch-linear-bf16 bf16 "python3 $ex/runner_torch.py linear bf16"
+  smoke torch-scaled-mm-fp8 e4m3 "python3 $ex/runner_torch_scaled_mm.py"
+  smoke triton-fixed bf16 "python3 $ex/runner_triton_fixed.py"
+  smoke triton-splitk bf16 "python3 $ex/runner_triton_splitk.py"
+fi
+
 # --- 1. dump captures --------------------------------------------------------
 dump() {  # dump NAME INPUT RUNNER-COMMAND
   local name=$1 input=$2 runner=$3 d="$out/captures/bi-$1"
@@ -65,19 +85,24 @@ python3 $seal $d --version $version --date $date --device $out/device.json \
   --command 'MXBI_BIN=mxbi MXBI_EXAMPLES=examples bash reference/device/bi.sh OUTDIR  # dump capture $name: bi gen / fill_dump.py / bi run --subject dump: / bi run --subject exec: with the options in args.txt, runner in runner.txt'"
   task "dump-$name" "$cmd"
 }
-dump triton-splitk bf16 "python3 $ex/runner_triton_splitk.py"
-dump triton-fixed bf16 "python3 $ex/runner_triton_fixed.py"
-dump torch-matmul-f32 f32 "python3 $ex/runner_torch.py matmul f32 --tf32 off"
-dump torch-scaled-mm-fp8 e4m3 "python3 $ex/runner_torch_scaled_mm.py"
+if on dumps; then
+  dump triton-splitk bf16 "python3 $ex/runner_triton_splitk.py"
+  dump triton-fixed bf16 "python3 $ex/runner_triton_fixed.py"
+  dump torch-matmul-f32 f32 "python3 $ex/runner_torch.py matmul f32 --tf32 off"
+  dump torch-scaled-mm-fp8 e4m3 "python3 $ex/runner_torch_scaled_mm.py"
+fi
 
 # --- 2. live checks ------------------------------------------------------------
 live() {  # live NAME SUBJECT ARGS...
   local name=$1 subject=$2; shift 2
   local r="$out/captures/bi-live/$name"
   echo "$name	$subject	$*" >>"$out/captures/bi-live/runs.tsv"
-  task "live-$name" "$bin bi run --subject '$subject' $* --json $r.json --markdown $r.md; rc=\$?; gzip -9n $r.json; exit \$rc"
+  task "live-$name" "$bin bi run --subject $(printf %q "$subject") $(printf '%q ' "$@")--json $r.json --markdown $r.md; rc=\$?; gzip -9n $r.json; exit \$rc"
 }
 for s in cublas:sgemm cublas:gemmex-bf16 cublaslt:f32 cublaslt:bf16 cublaslt:fp8-tensor cublaslt:fp8-blk128; do
+  on vendor || break
+  # the values, not only their invariance: the subject against the CPU model (max ULP)
+  live "$(echo "$s" | tr ':' '-')-vs-model" "$s" --vs model:fma --family switch --m 4,16 --k 2048 --n 2048
   for p in "" ":pinned"; do
     case "$s$p" in cublas:*:pinned) continue;; esac
     slug=$(echo "$s$p" | tr ':' '-')
@@ -94,6 +119,7 @@ runner() {  # runner NAME INPUT K7168(yes/no) COMMAND
   [ "$big" = yes ] && live "$name-k7168" "exec:$cmd" --family batch --m $L --k 7168 --n 2048 --rows 0 --input $input
   return 0
 }
+on runners && {
 runner torch-matmul-bf16 bf16 yes "python3 $ex/runner_torch.py matmul bf16"
 runner torch-linear-bf16 bf16 yes "python3 $ex/runner_torch.py linear bf16"
 runner torch-scaled-mm-fp8 e4m3 yes "python3 $ex/runner_torch_scaled_mm.py"
@@ -103,9 +129,17 @@ runner torch-matmul-f32-tf32off f32 no "python3 $ex/runner_torch.py matmul f32 -
 runner torch-matmul-f32-tf32on f32 no "python3 $ex/runner_torch.py matmul f32 --tf32 on"
 runner torch-linear-f32-tf32off f32 no "python3 $ex/runner_torch.py linear f32 --tf32 off"
 runner torch-linear-f32-tf32on f32 no "python3 $ex/runner_torch.py linear f32 --tf32 on"
+# a library subject and a runner that calls the same library on the same batches
+live sgemm-vs-torch-matmul-f32 cublas:sgemm --vs "exec:python3 $ex/runner_torch.py matmul f32 --tf32 off" --family switch --m 1,17,128,1024 --k 2048 --n 2048
+live gemmex-bf16-vs-torch-matmul-bf16 cublas:gemmex-bf16 --vs "exec:python3 $ex/runner_torch.py matmul bf16" --family switch --m 1,17,128,1024 --k 2048 --n 2048
+live lt-fp8-tensor-vs-scaled-mm cublaslt:fp8-tensor --vs "exec:python3 $ex/runner_torch_scaled_mm.py" --family switch --m 16,128,1024 --k 2048 --n 2048
+}
 for o in "fma" "fma;split=4;reduce=pairwise" "hopper-bf16"; do
+  on cuda || break
   slug=cuda-$(echo "$o" | tr ';=' '-_')
   live "$slug" "cuda:$o" --family batch,position,content,repeat --k 2048 --n 256
+  # the generated kernels are bit-exact to the model: the switch must pass
+  live "$slug-vs-model" "cuda:$o" --vs "model:$o" --family switch --m 1,17,65 --k 2048 --n 256
 done
 
 t0=$(date +%s)

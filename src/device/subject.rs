@@ -325,6 +325,14 @@ mod on_gpu {
             GpuSpec::Cuda(self.order).name()
         }
 
+        fn input(&self) -> Option<InType> {
+            Some(GpuSpec::Cuda(self.order).input())
+        }
+
+        fn m_boundaries(&self) -> Vec<usize> {
+            GpuSpec::Cuda(self.order).m_boundaries()
+        }
+
         fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
             let name = self.name();
             let (a, bt) = operands(&name, p)?;
@@ -617,6 +625,10 @@ mod on_gpu {
     impl Subject for VendorSubject {
         fn name(&self) -> String {
             self.name.clone()
+        }
+
+        fn input(&self) -> Option<InType> {
+            Some(in_type(self.case.input()))
         }
 
         fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
