@@ -4,21 +4,30 @@
 use super::{CliError, Outcome, Result};
 use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, Report, RowPos};
 use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Model, Subject};
+use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject};
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod dump_gen;
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
     /// Run a subject through variant families; one verdict per cell.
     Run(RunArgs),
+    /// Write every job a check would ask of its subject to a dump folder
+    /// (inputs + manifest), for any runner to answer offline; then
+    /// `bi run --subject dump:DIR` with the same options.
+    Gen(dump_gen::GenArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The subject: `model:ORDER` (the CPU model) or `dispatch:FILE` (an
-    /// order chosen by shape from a JSON table).
+    /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
+    /// order chosen by shape from a JSON table), `exec:CMD` (an external
+    /// runner, protocol mxbi-exec/1) or `dump:DIR` (outputs written into a
+    /// folder from `bi gen`).
     #[arg(long)]
     pub subject: String,
     /// A second subject for the `switch` family.
@@ -61,6 +70,12 @@ pub struct RunArgs {
     /// NON_DET and ERROR cells also fail the run (exit 1).
     #[arg(long)]
     pub strict: bool,
+    /// exec: subjects: seconds a runner may take to greet and per job.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// exec: subjects: keep the job files (the folder is printed).
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// Most bytes a dispatch table file may have.
@@ -73,12 +88,45 @@ struct ParsedSubject {
     input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
     boundaries: Vec<usize>,
+    /// An exec runner's kept job folder.
+    kept: Option<PathBuf>,
 }
 
-fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+/// What runner subjects (`exec:`, `dump:`) take from the command line.
+struct RunnerCtx {
+    input: Option<InType>,
+    timeout: f64,
+    keep: bool,
+}
+
+impl RunnerCtx {
+    fn of(a: &RunArgs) -> Result<RunnerCtx> {
+        if !(a.timeout > 0.0 && a.timeout <= 86_400.0) {
+            return Err(CliError(format!(
+                "--timeout {}: expected seconds in (0, 86400]",
+                a.timeout
+            )));
+        }
+        Ok(RunnerCtx {
+            input: a.input.as_deref().map(parse_input).transpose()?,
+            timeout: a.timeout,
+            keep: a.keep,
+        })
+    }
+}
+
+fn parse_input(s: &str) -> Result<InType> {
+    InType::from_name(s).ok_or_else(|| {
+        CliError(format!(
+            "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
+        ))
+    })
+}
+
+fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
-            "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
+            "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
         ))
     })?;
     match kind {
@@ -88,6 +136,7 @@ fn parse_subject(spec: &str) -> Result<ParsedSubject> {
                 subject: Box::new(Model::new(order)),
                 input: Some(input_of(&order)),
                 boundaries: vec![],
+                kept: None,
             })
         }
         "dispatch" => {
@@ -108,10 +157,41 @@ fn parse_subject(spec: &str) -> Result<ParsedSubject> {
                 boundaries: d.m_boundaries(),
                 subject: Box::new(d),
                 input,
+                kept: None,
+            })
+        }
+        "exec" => {
+            let opts = ExecOptions {
+                timeout: Duration::from_secs_f64(ctx.timeout),
+                keep: ctx.keep,
+                input: ctx.input.unwrap_or(InType::F32),
+            };
+            let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
+            Ok(ParsedSubject {
+                kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
+                subject: Box::new(e),
+                input: Some(opts.input),
+                boundaries: vec![],
+            })
+        }
+        "dump" => {
+            let d = Dump::open(arg).map_err(CliError)?;
+            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
+                return Err(CliError(format!(
+                    "dump folder {arg} holds {} inputs, not {} (--input)",
+                    d.input_type().name(),
+                    t.name()
+                )));
+            }
+            Ok(ParsedSubject {
+                input: Some(d.input_type()),
+                boundaries: d.boundaries().to_vec(),
+                subject: Box::new(d),
+                kept: None,
             })
         }
         _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
         ))),
     }
 }
@@ -126,43 +206,22 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) 
 pub fn run(c: BiCommand) -> Result<Outcome> {
     match c {
         BiCommand::Run(a) => run_check(a),
+        BiCommand::Gen(a) => dump_gen::gen(a),
     }
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
-    let subject = parse_subject(&a.subject)?;
-    let vs = a.vs.as_deref().map(parse_subject).transpose()?;
-    let families: Vec<Family> = parse_list("family", &a.family)?;
-    let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
-    let ms = if a.m.trim() == "edges" {
-        edge_ms(&subject.boundaries)
-    } else {
-        a.m.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<usize>()
-                    .map_err(|_| CliError(format!("--m: '{s}' is not a batch size (a list of integers, or edges)")))
-            })
-            .collect::<Result<Vec<_>>>()?
-    };
-    let input = match &a.input {
-        Some(s) => InType::from_name(s).ok_or_else(|| {
-            CliError(format!(
-                "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
-            ))
-        })?,
-        None => subject.input.unwrap_or(InType::F32),
-    };
-    let opts = CheckOptions {
-        families,
-        ms,
-        k: a.k,
-        n: a.n,
-        positions,
-        seed: a.seed,
-        input,
-        repeats: a.repeats,
-    };
+    let ctx = RunnerCtx::of(&a)?;
+    let subject = parse_subject(&a.subject, &ctx)?;
+    let vs = a.vs.as_deref().map(|s| parse_subject(s, &ctx)).transpose()?;
+    for kept in [Some(&subject), vs.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.kept.as_ref())
+    {
+        super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
+    }
+    let opts = check_options(&a, subject.input, &subject.boundaries)?;
     let tty = std::io::stderr().is_terminal();
     let report: Report = check(
         subject.subject.as_ref(),
@@ -177,6 +236,11 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         },
     )
     .map_err(CliError)?;
+    let report = if a.subject.starts_with("dump:") {
+        dump_gen::mark_replayed_repeats(report, &opts)
+    } else {
+        report
+    };
     // write every file fully before anything is reported
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(p) = &a.json {
@@ -204,6 +268,38 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
                 .unwrap_or("no cells")
         ))),
     }
+}
+
+/// The check's options from the command line; `input_hint` and
+/// `boundaries` come from the subject (its input type, its M edges).
+fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
+    let families: Vec<Family> = parse_list("family", &a.family)?;
+    let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
+    let ms = if a.m.trim() == "edges" {
+        edge_ms(boundaries)
+    } else {
+        a.m.split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<usize>()
+                    .map_err(|_| CliError(format!("--m: '{s}' is not a batch size (a list of integers, or edges)")))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    let input = match &a.input {
+        Some(s) => parse_input(s)?,
+        None => input_hint.unwrap_or(InType::F32),
+    };
+    Ok(CheckOptions {
+        families,
+        ms,
+        k: a.k,
+        n: a.n,
+        positions,
+        seed: a.seed,
+        input,
+        repeats: a.repeats,
+    })
 }
 
 /// Writes through a temporary file in the same folder, so a failed run

@@ -25,7 +25,12 @@ use crate::gemm::{gemm, GemmError, Problem};
 use crate::order::Order;
 
 pub mod dispatch;
+pub mod dump;
+pub mod exec;
+mod job;
 pub use dispatch::Dispatch;
+pub use dump::{Dump, Recorder, DUMP_SCHEMA};
+pub use exec::{Exec, ExecOptions, EXEC_PROTOCOL};
 
 /// Why a subject produced no output.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -36,6 +41,11 @@ pub enum SubjectError {
     /// The subject started and broke (a runner died, a kernel faulted).
     #[error("{subject} failed: {why}")]
     Failed { subject: String, why: String },
+    /// The subject can no longer run anything (an external runner died,
+    /// hung past its timeout, answered garbage; a dump folder lacks a
+    /// file): the checker stops at once instead of recording per-cell errors.
+    #[error("{subject} is broken: {why}")]
+    Broken { subject: String, why: String },
 }
 
 /// Something that computes a GEMM-like op on given inputs (see the module
