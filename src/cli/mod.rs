@@ -28,6 +28,7 @@ mod bi_report;
 mod demo;
 mod device;
 mod gemm;
+mod mx_table;
 mod op;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
@@ -169,8 +170,11 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Quantize a built-in tensor with every MX preset and compare them.
+    /// The batch-invariance checker on built-in subjects (CPU model): a
+    /// small matrix, verdicts and the summary.
     Demo,
+    /// Quantize a built-in tensor with every MX preset and compare them.
+    MxTable,
     /// Cast f32/f64 values to element codes (uint8; uint16 for bf16/f16).
     Cast(CastArgs),
     /// Decode element codes to f32.
@@ -337,10 +341,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Bi(c) => return bi::run(c),
         Command::Device(c) => return device::run(c),
         Command::Accuracy(a) => return accuracy::run(a),
+        Command::Demo => return demo::run(),
         _ => {}
     }
     match cli.command {
-        Command::Demo => demo::run(),
+        Command::Demo => unreachable!("handled above"),
+        Command::MxTable => mx_table::run(),
         Command::Cast(a) => cast(a),
         Command::Decode(a) => decode(a),
         Command::Quantize(a) => quantize(a),
