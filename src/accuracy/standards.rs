@@ -2,11 +2,11 @@
 //! shows it as rendered by [`table_markdown`], and a test keeps the two
 //! equal) and the verdict of each standard.
 //!
-//! Sources (research notes `bi_anchors.md`): section 6 for the double
-//! benchmark of the Ascend ATK (`cv_fused_double_benchmark`), its per-dtype
-//! `error_thd` and EB limits, the stricter per-op limits, the graded
-//! L0/L1/L2 scheme and the single-benchmark standard of the Ascend opbase
-//! precision standard; section 11 for msprobe's bands, its ULP and
+//! Sources (the `source` column; docs/ACCURACY.md, "Sources"): §6 for the
+//! double benchmark of the Ascend ATK (`cv_fused_double_benchmark`), its
+//! per-dtype `error_thd` and EB limits, the stricter per-op limits, the
+//! graded L0/L1/L2 scheme and the single-benchmark standard of the Ascend
+//! opbase precision standard; §11 for msprobe's bands, its ULP and
 //! binary-consistency methods, and PyTorch `assert_close` defaults.
 //!
 //! Standards (formulas in docs/ACCURACY.md, "Standards"):
@@ -135,7 +135,7 @@ pub const ERROR_THD: Row = Row {
 /// ATK limit on `|EB(actual)|` (fp64 uses fp32's).
 pub const EB_LIMIT: Row = Row {
     standard: "atk, atk-strict",
-    quantity: "max |EB|",
+    quantity: "max abs(EB)",
     values: PerDtype {
         f16: Some(p2(-10)),
         bf16: Some(p2(-7)),
@@ -265,12 +265,15 @@ pub const RE_FLOOR: f64 = value_of(&RE_FLOOR_ROW);
 /// [`CANCELLATION_ROW`]'s value.
 pub const CANCELLATION_MIN_RATIO: f64 = value_of(&CANCELLATION_ROW);
 
-/// A number as the table shows it: `2^e` for powers of two below 1/16,
-/// else the shortest decimal.
+/// A number as the table shows it: `2^e` for powers of two up to 1/4,
+/// scientific below 1e-3, else the shortest decimal.
 fn show(v: f64) -> String {
-    if v > 0.0 && v < 0.0625 && v.to_bits() & ((1 << 52) - 1) == 0 {
+    if v > 0.0 && v <= 0.25 && v.to_bits() & ((1 << 52) - 1) == 0 {
         let e = ((v.to_bits() >> 52) as i32) - 1023;
         return format!("2^{e}");
+    }
+    if v > 0.0 && v < 1e-3 {
+        return format!("{v:e}");
     }
     format!("{v}")
 }
