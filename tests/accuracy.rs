@@ -95,43 +95,100 @@ fn each_standard_passes_and_fails() {
         )
     };
     // atk: exact actual passes, the planted error fails (MaxRE ratio 2^-3 / 2^-8 = 32 > 10)
-    assert_eq!(ev(Standard::Atk, DType::BF16, &same, Some(&same)).unwrap().status, Status::Pass);
+    assert_eq!(
+        ev(Standard::Atk, DType::BF16, &same, Some(&same)).unwrap().status,
+        Status::Pass
+    );
     let v = ev(Standard::Atk, DType::BF16, &off, Some(&same)).unwrap();
     assert_eq!(v.status, Status::Fail);
     assert!((v.ratios.unwrap().max_re - 32.0).abs() < 1e-5);
     // ... unless the benchmark is as bad (the graded L0 ratios; atk also bounds |EB|)
-    assert_eq!(ev(Standard::AtkLevel(0), DType::BF16, &off, Some(&off)).unwrap().status, Status::Pass);
-    assert_eq!(ev(Standard::Atk, DType::BF16, &off, Some(&off)).unwrap().status, Status::Fail);
+    assert_eq!(
+        ev(Standard::AtkLevel(0), DType::BF16, &off, Some(&off)).unwrap().status,
+        Status::Pass
+    );
+    assert_eq!(
+        ev(Standard::Atk, DType::BF16, &off, Some(&off)).unwrap().status,
+        Status::Fail
+    );
     // single: T(bf16) = 2^-7: AvgRE 2^-5 fails; T(e5m2) = 2^-2: AvgRE 2^-5 < 2^-2, MaxRE 2^-3 < 10 * 2^-2 passes
-    assert_eq!(ev(Standard::Single, DType::BF16, &off, None).unwrap().status, Status::Fail);
-    assert_eq!(ev(Standard::Single, DType::BF16, &same, None).unwrap().status, Status::Pass);
-    assert_eq!(ev(Standard::Single, DType::F8E5M2, &off, None).unwrap().status, Status::Pass);
+    assert_eq!(
+        ev(Standard::Single, DType::BF16, &off, None).unwrap().status,
+        Status::Fail
+    );
+    assert_eq!(
+        ev(Standard::Single, DType::BF16, &same, None).unwrap().status,
+        Status::Pass
+    );
+    assert_eq!(
+        ev(Standard::Single, DType::F8E5M2, &off, None).unwrap().status,
+        Status::Pass
+    );
     // msprobe bands: ratio of RMSE and MaxRE without a floor
     let half = [0.5, 1.0, 2.0, 4.25];
     let v = ev(Standard::Msprobe, DType::BF16, &off, Some(&half)).unwrap();
     // RMSE ratio 2 (warn), MaxRE ratio 2 (warn)
     assert_eq!(v.status, Status::Warn, "{v:#?}");
     assert_eq!(v.checks[1].value, 2.0);
-    assert_eq!(ev(Standard::Msprobe, DType::BF16, &off, Some(&same)).unwrap().status, Status::Fail);
-    assert_eq!(ev(Standard::Msprobe, DType::BF16, &half, Some(&off)).unwrap().status, Status::Pass);
+    assert_eq!(
+        ev(Standard::Msprobe, DType::BF16, &off, Some(&same)).unwrap().status,
+        Status::Fail
+    );
+    assert_eq!(
+        ev(Standard::Msprobe, DType::BF16, &half, Some(&off)).unwrap().status,
+        Status::Pass
+    );
     // msprobe-ulp: bf16 threshold 1 ULP; 4.5 is 16 ULP from 4 (bf16 step 2^-5 at 4)
-    assert_eq!(ev(Standard::MsprobeUlp, DType::BF16, &off, Some(&same)).unwrap().status, Status::Fail);
+    assert_eq!(
+        ev(Standard::MsprobeUlp, DType::BF16, &off, Some(&same)).unwrap().status,
+        Status::Fail
+    );
     // ... passes when the benchmark has more elements over it
     let worse = [0.75, 1.0, 2.5, 4.5];
-    assert_eq!(ev(Standard::MsprobeUlp, DType::BF16, &off, Some(&worse)).unwrap().status, Status::Pass);
+    assert_eq!(
+        ev(Standard::MsprobeUlp, DType::BF16, &off, Some(&worse))
+            .unwrap()
+            .status,
+        Status::Pass
+    );
     // msprobe-binary: bit identity with the benchmark
-    assert_eq!(ev(Standard::MsprobeBinary, DType::BF16, &off, Some(&off)).unwrap().status, Status::Pass);
+    assert_eq!(
+        ev(Standard::MsprobeBinary, DType::BF16, &off, Some(&off))
+            .unwrap()
+            .status,
+        Status::Pass
+    );
     let v = ev(Standard::MsprobeBinary, DType::BF16, &off, Some(&same)).unwrap();
     assert_eq!((v.status, v.checks[0].value), (Status::Fail, 0.25));
     // assert-close: bf16 defaults rtol 1.6e-2, atol 1e-5: 0.5 > 1e-5 + 0.064
-    assert_eq!(ev(Standard::AssertClose { rtol: None, atol: None }, DType::BF16, &off, None).unwrap().status, Status::Fail);
-    let loose = Standard::AssertClose { rtol: Some(0.125), atol: Some(0.0) };
+    assert_eq!(
+        ev(
+            Standard::AssertClose { rtol: None, atol: None },
+            DType::BF16,
+            &off,
+            None
+        )
+        .unwrap()
+        .status,
+        Status::Fail
+    );
+    let loose = Standard::AssertClose {
+        rtol: Some(0.125),
+        atol: Some(0.0),
+    };
     assert_eq!(ev(loose, DType::BF16, &off, None).unwrap().status, Status::Pass);
-    let tight = Standard::AssertClose { rtol: Some(0.12), atol: Some(0.0) };
+    let tight = Standard::AssertClose {
+        rtol: Some(0.12),
+        atol: Some(0.0),
+    };
     assert_eq!(ev(tight, DType::BF16, &off, None).unwrap().status, Status::Fail);
     // no threshold for the dtype, no benchmark: cannot judge
-    assert!(ev(Standard::Atk, DType::F8E4M3, &same, Some(&same)).unwrap_err().contains("error_thd"));
-    assert!(ev(Standard::Atk, DType::BF16, &same, None).unwrap_err().contains("needs a benchmark"));
+    assert!(ev(Standard::Atk, DType::F8E4M3, &same, Some(&same))
+        .unwrap_err()
+        .contains("error_thd"));
+    assert!(ev(Standard::Atk, DType::BF16, &same, None)
+        .unwrap_err()
+        .contains("needs a benchmark"));
 }
 
 #[test]
@@ -151,9 +208,17 @@ fn nan_and_inf_follow_the_double_benchmark_rules() {
     };
     // a non-finite golden passes whatever the output
     let v = ev(&[1.0, 5.0, f64::NAN], &[1.0, 1.0, 1.0], Standard::Atk).unwrap();
-    assert_eq!((v.status, v.actual.judged, v.actual.golden_nonfinite), (Status::Pass, 1, 2));
+    assert_eq!(
+        (v.status, v.actual.judged, v.actual.golden_nonfinite),
+        (Status::Pass, 1, 2)
+    );
     // an actual NaN where the golden is finite fails
-    assert_eq!(ev(&[f64::NAN, 0.0, 0.0], &[1.0, 1.0, 1.0], Standard::Atk).unwrap().status, Status::Fail);
+    assert_eq!(
+        ev(&[f64::NAN, 0.0, 0.0], &[1.0, 1.0, 1.0], Standard::Atk)
+            .unwrap()
+            .status,
+        Status::Fail
+    );
     // a benchmark NaN there: the benchmark cannot be formed
     assert!(ev(&[1.0, 0.0, 0.0], &[f64::INFINITY, 1.0, 1.0], Standard::Atk)
         .unwrap_err()
@@ -163,9 +228,18 @@ fn nan_and_inf_follow_the_double_benchmark_rules() {
     assert_eq!(ev(&[1.0, 5.0, f64::INFINITY], &g, ac).unwrap().status, Status::Fail);
     let g2 = [1.0, f64::INFINITY];
     let c = |a: &[f64]| {
-        evaluate(&ac, &Case { dtype: DType::F32, actual: a, benchmark: None, golden: &g2, golden_rounded: &g2 })
-            .unwrap()
-            .status
+        evaluate(
+            &ac,
+            &Case {
+                dtype: DType::F32,
+                actual: a,
+                benchmark: None,
+                golden: &g2,
+                golden_rounded: &g2,
+            },
+        )
+        .unwrap()
+        .status
     };
     assert_eq!(c(&[1.0, f64::INFINITY]), Status::Pass);
     assert_eq!(c(&[1.0, f64::NEG_INFINITY]), Status::Fail);
@@ -177,9 +251,18 @@ fn the_table_in_the_docs_is_the_table_in_the_code() {
     let table = table_markdown();
     assert!(doc.contains(&table), "docs/ACCURACY.md must contain exactly:\n{table}");
     // and the numbers of the notes, spot-checked
-    assert!(table.contains("| atk* | error_thd | 2^-11 | 2^-8 | 2^-14 | 2^-14 | - | - | §6 |"), "{table}");
-    assert!(table.contains("| single | T | 2^-10 | 2^-7 | 2^-13 | - | 2^-3 | 2^-2 | §6 |"), "{table}");
-    assert!(table.contains("| assert-close | rtol | 0.001 | 0.016 | 1.3e-6 | - | - | - | §11 |"), "{table}");
+    assert!(
+        table.contains("| atk* | error_thd | 2^-11 | 2^-8 | 2^-14 | 2^-14 | - | - | §6 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| single | T | 2^-10 | 2^-7 | 2^-13 | - | 2^-3 | 2^-2 | §6 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| assert-close | rtol | 0.001 | 0.016 | 1.3e-6 | - | - | - | §11 |"),
+        "{table}"
+    );
 }
 
 // ---------------------------------------------------------------- golden
@@ -190,7 +273,14 @@ fn the_golden_is_exact_where_f64_is_not() {
     let big = f32::from_bits(0x7F00_0000); // 2^127
     let tiny = f32::from_bits(1); // 2^-149
     let (x, abs) = golden::dot_f32(&[big, tiny, -big], &[big, tiny, big]);
-    assert_eq!(x, Input::Finite { negative: false, sig: 1 << 62, exp: -298 - 62 });
+    assert_eq!(
+        x,
+        Input::Finite {
+            negative: false,
+            sig: 1 << 62,
+            exp: -298 - 62
+        }
+    );
     assert_eq!(round_to(x, DType::F64).unwrap(), p2(-298));
     assert_eq!(abs, 2.0 * p2(254));
     assert_eq!((big as f64 * big as f64) + p2(-298) - (big as f64 * big as f64), 0.0);
@@ -205,7 +295,10 @@ fn the_golden_is_exact_where_f64_is_not() {
         golden::dot_f32(&[f32::INFINITY, f32::INFINITY], &[1.0, -1.0]).0,
         Input::Nan { .. }
     ));
-    assert_eq!(golden::dot_f32(&[f32::INFINITY, 1.0], &[-2.0, 1.0]).0, Input::Inf { negative: true });
+    assert_eq!(
+        golden::dot_f32(&[f32::INFINITY, 1.0], &[-2.0, 1.0]).0,
+        Input::Inf { negative: true }
+    );
 }
 
 #[test]
@@ -226,9 +319,20 @@ fn the_golden_matches_independent_integer_arithmetic() {
             Input::Zero { negative: false }
         } else {
             // an i128 below 2^63 in magnitude is an exact Input
-            Input::Finite { negative: want < 0, sig: want.unsigned_abs() as u64, exp: -40 }
+            Input::Finite {
+                negative: want < 0,
+                sig: want.unsigned_abs() as u64,
+                exp: -40,
+            }
         };
-        for dtype in [DType::F64, DType::F32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2] {
+        for dtype in [
+            DType::F64,
+            DType::F32,
+            DType::BF16,
+            DType::F16,
+            DType::F8E4M3,
+            DType::F8E5M2,
+        ] {
             assert_eq!(
                 round_to(x, dtype).unwrap().to_bits(),
                 round_to(want_input, dtype).unwrap().to_bits(),
@@ -252,7 +356,10 @@ fn the_sticky_bit_keeps_single_rounding() {
     s.add(false, 1, -200).unwrap();
     assert_eq!(round_to(s.value(), DType::BF16).unwrap(), 1.0 + p2(-7));
     // and the f64 route would have lost it
-    assert_eq!(round_to(Input::from_f64(1.0 + p2(-8) + p2(-200)), DType::BF16).unwrap(), 1.0);
+    assert_eq!(
+        round_to(Input::from_f64(1.0 + p2(-8) + p2(-200)), DType::BF16).unwrap(),
+        1.0
+    );
     // out of range terms are refused, not rounded
     assert!(s.add(false, 1, -301).is_err());
     assert!(s.add(false, 1, 404).is_err());
@@ -276,8 +383,16 @@ fn the_mx_golden_is_the_sum_of_exact_block_dots() {
     let sa: Vec<u8> = (0..m * 2).map(|_| 120 + r.below(10) as u8).collect();
     let sb: Vec<u8> = (0..2 * n).map(|_| 120 + r.below(10) as u8).collect();
     let p = Problem {
-        a: Matrix::Mx { codes: &a, scales: &sa, format: MxFormat::Fp8E4M3 },
-        b: Matrix::Mx { codes: &b, scales: &sb, format: MxFormat::Fp8E4M3 },
+        a: Matrix::Mx {
+            codes: &a,
+            scales: &sa,
+            format: MxFormat::Fp8E4M3,
+        },
+        b: Matrix::Mx {
+            codes: &b,
+            scales: &sb,
+            format: MxFormat::Fp8E4M3,
+        },
         m,
         n,
         k,
@@ -305,7 +420,11 @@ fn the_mx_golden_is_the_sum_of_exact_block_dots() {
             let want = if sum == 0 {
                 Input::Zero { negative: false }
             } else {
-                Input::Finite { negative: sum < 0, sig: mag as u64, exp: e }
+                Input::Finite {
+                    negative: sum < 0,
+                    sig: mag as u64,
+                    exp: e,
+                }
             };
             let x = g.exact.as_ref().unwrap()[i * n + j];
             for dtype in [DType::F64, DType::F32, DType::BF16] {
@@ -321,8 +440,14 @@ fn fp8_products_are_exact() {
         let want = Format::E4M3.decode_f64(ca) * Format::E4M3.decode_f64(cb);
         assert_eq!(golden::fp8_product(ca, Format::E4M3, cb, Format::E4M3), want);
     }
-    assert_eq!(golden::fp8_product(0x7E, Format::E4M3, 0x7E, Format::E4M3), 448.0 * 448.0);
-    assert_eq!(golden::fp8_product(0x01, Format::E4M3, 0x01, Format::E5M2), p2(-9) * p2(-16));
+    assert_eq!(
+        golden::fp8_product(0x7E, Format::E4M3, 0x7E, Format::E4M3),
+        448.0 * 448.0
+    );
+    assert_eq!(
+        golden::fp8_product(0x01, Format::E4M3, 0x01, Format::E5M2),
+        p2(-9) * p2(-16)
+    );
 }
 
 #[test]
@@ -333,7 +458,12 @@ fn the_rms_norm_golden_states_its_bound() {
     let r = 1.0 / 12.5f64.sqrt();
     assert!((g.values[0] - 3.0 * r).abs() <= golden::RMS_NORM_REL * 3.0 * r);
     assert!((g.values[1] - 8.0 * r).abs() <= golden::RMS_NORM_REL * 8.0 * r);
-    assert_eq!(g.bound, Bound::Relative { rel: golden::RMS_NORM_REL });
+    assert_eq!(
+        g.bound,
+        Bound::Relative {
+            rel: golden::RMS_NORM_REL
+        }
+    );
     assert!(golden::rms_norm(&x, 3, &[1.0; 3], 0.0).is_err());
 }
 
@@ -369,7 +499,10 @@ fn the_ulp_view_bins_labels_and_ranks() {
     let g = vec![1.0; ds.len()];
     let v = ulp::view(&out, &g, &g, None, DType::F32, 3).unwrap();
     let bins: Vec<(u64, u64, usize)> = v.histogram.iter().map(|b| (b.lo, b.hi, b.count)).collect();
-    assert_eq!(bins, [(0, 0, 1), (1, 1, 1), (2, 2, 1), (3, 4, 1), (5, 8, 2), (9, 16, 1)]);
+    assert_eq!(
+        bins,
+        [(0, 0, 1), (1, 1, 1), (2, 2, 1), (3, 4, 1), (5, 8, 2), (9, 16, 1)]
+    );
     assert_eq!(v.max_ulp, 9);
     assert_eq!(v.worst.iter().map(|e| e.index).collect::<Vec<_>>(), [6, 5, 4]);
     // no terms known: more than 1 ULP is unknown
@@ -389,7 +522,10 @@ fn cancellation_is_told_from_excess() {
         Label::Cancellation
     );
     // the same error without cancellation (terms sum to the result) is excess
-    assert_eq!(ulp::label(DType::BF16, Some(dist), p2(-12), Some(g), g).unwrap(), Label::Excess);
+    assert_eq!(
+        ulp::label(DType::BF16, Some(dist), p2(-12), Some(g), g).unwrap(),
+        Label::Excess
+    );
     // an error above one step at the terms' magnitude is excess even with cancellation
     assert_eq!(
         ulp::label(DType::BF16, Some(600), p2(-7), Some(0.75), g).unwrap(),
@@ -412,11 +548,36 @@ fn proposals_sit_above_the_worst_and_below_eps() {
     let a = [1.0, 0.5 + p2(-8)];
     let e = [1.0, 0.5];
     let s = scoped(&[
-        Sample { scope: "bf16 bias=on", dtype: DType::BF16, actual: &a, expected: &e },
-        Sample { scope: "bf16 bias=on", dtype: DType::BF16, actual: &e, expected: &e },
-        Sample { scope: "exact", dtype: DType::BF16, actual: &e, expected: &e },
-        Sample { scope: "wide", dtype: DType::BF16, actual: &[2.0 + p2(-6)], expected: &[2.0] },
-        Sample { scope: "zero", dtype: DType::BF16, actual: &[p2(-20)], expected: &[0.0] },
+        Sample {
+            scope: "bf16 bias=on",
+            dtype: DType::BF16,
+            actual: &a,
+            expected: &e,
+        },
+        Sample {
+            scope: "bf16 bias=on",
+            dtype: DType::BF16,
+            actual: &e,
+            expected: &e,
+        },
+        Sample {
+            scope: "exact",
+            dtype: DType::BF16,
+            actual: &e,
+            expected: &e,
+        },
+        Sample {
+            scope: "wide",
+            dtype: DType::BF16,
+            actual: &[2.0 + p2(-6)],
+            expected: &[2.0],
+        },
+        Sample {
+            scope: "zero",
+            dtype: DType::BF16,
+            actual: &[p2(-20)],
+            expected: &[0.0],
+        },
     ])
     .unwrap();
     let by = |n: &str| s.iter().find(|x| x.scope == n).unwrap();
@@ -431,8 +592,18 @@ fn proposals_sit_above_the_worst_and_below_eps() {
     assert_eq!(by("zero").atol, Proposal::Value { value: 1e-6 });
     // a scope mixing dtypes is refused
     assert!(scoped(&[
-        Sample { scope: "x", dtype: DType::BF16, actual: &e, expected: &e },
-        Sample { scope: "x", dtype: DType::F16, actual: &e, expected: &e },
+        Sample {
+            scope: "x",
+            dtype: DType::BF16,
+            actual: &e,
+            expected: &e
+        },
+        Sample {
+            scope: "x",
+            dtype: DType::F16,
+            actual: &e,
+            expected: &e
+        },
     ])
     .is_err());
 }
@@ -556,11 +727,16 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
     assert_eq!(on.worst_abs, 0.00390625, "{on:#?}");
     assert_eq!(on.step_at_worst, Some(on.worst_abs));
     assert!(on.worst_abs_at.as_ref().unwrap().expected.abs() >= 0.5);
-    let top = cases.iter().flat_map(|c| c.3.benchmark.iter()).fold(0f64, |x, y| x.max(y.abs()));
+    let top = cases
+        .iter()
+        .flat_map(|c| c.3.benchmark.iter())
+        .fold(0f64, |x, y| x.max(y.abs()));
     assert!((0.75..1.0).contains(&top), "outputs near, below 1.0: {top}");
     assert!(on.worst_abs > 1e-3);
     // the scoped atol lies between the worst case and finfo(bf16).eps
-    let Proposal::Value { value: atol } = on.atol else { panic!("{on:#?}") };
+    let Proposal::Value { value: atol } = on.atol else {
+        panic!("{on:#?}")
+    };
     assert_eq!(atol, 5e-3);
     assert!(on.worst_abs < atol && atol < on.eps && on.eps == 0.0078125);
     // no rtol below eps covers the near-zero output
@@ -568,7 +744,9 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
     // the other scopes keep a strict atol of at most 1e-3
     for s in ["bf16 bias=off", "f16 bias=on", "f16 bias=off"] {
         let sc = by(s);
-        let Proposal::Value { value } = sc.atol else { panic!("{sc:#?}") };
+        let Proposal::Value { value } = sc.atol else {
+            panic!("{sc:#?}")
+        };
         // above the worst (0 when the scope is bit-identical), at most 1e-3, below eps
         assert!(sc.worst_abs < value || sc.worst_abs == 0.0 && value == 0.0, "{sc:#?}");
         assert!(value <= 1e-3 && value < sc.eps, "{sc:#?}");
@@ -586,7 +764,10 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
         let rep = judge(&Standard::Atk, *t, &c.actual, Some(&c.benchmark), &c.golden).unwrap();
         let what = format!("{} bias={bias} seed {seed}: {}", t.name(), rep.text());
         assert!(!rep.ulp.labels.contains_key(&Label::Excess), "{what}");
-        assert!(!rep.ulp_benchmark.as_ref().unwrap().labels.contains_key(&Label::Excess), "{what}");
+        assert!(
+            !rep.ulp_benchmark.as_ref().unwrap().labels.contains_key(&Label::Excess),
+            "{what}"
+        );
         for ch in &rep.verdict.checks {
             assert!(ch.status == Status::Pass || ch.name == "MaxRE ratio", "{what}");
         }
@@ -594,14 +775,25 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
             maxre_failures += 1;
             assert!(*bias, "{what}");
             let i = rep.verdict.actual.max_re_at.unwrap();
-            let g = rep.ulp.worst.iter().find(|e| e.index == i).expect("the MaxRE element is among the worst");
+            let g = rep
+                .ulp
+                .worst
+                .iter()
+                .find(|e| e.index == i)
+                .expect("the MaxRE element is among the worst");
             assert_eq!(g.label, Label::Cancellation, "{what}");
         }
         if *bias {
             // the near-zero outputs: several ULP, labelled cancellation
             let worst = &rep.ulp.worst[0];
-            assert!(worst.ulp.unwrap() > 1 && worst.label == Label::Cancellation, "{worst:#?}");
-            assert!(worst.cancellation.unwrap() >= 2.0 && worst.golden.abs() < 0.1, "{worst:#?}");
+            assert!(
+                worst.ulp.unwrap() > 1 && worst.label == Label::Cancellation,
+                "{worst:#?}"
+            );
+            assert!(
+                worst.cancellation.unwrap() >= 2.0 && worst.golden.abs() < 0.1,
+                "{worst:#?}"
+            );
         } else {
             assert!(rep.ulp.max_ulp <= 1, "{what}");
             assert_eq!(rep.verdict.level.as_deref(), Some("L2"), "{what}");
@@ -616,7 +808,9 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
     assert!(!bias);
     let pass = judge(&Standard::Atk, DType::BF16, &c.actual, Some(&c.benchmark), &c.golden).unwrap();
     assert_eq!(pass.verdict.status, Status::Pass);
-    let big = (0..c.actual.len()).max_by(|&i, &j| c.actual[i].abs().total_cmp(&c.actual[j].abs())).unwrap();
+    let big = (0..c.actual.len())
+        .max_by(|&i, &j| c.actual[i].abs().total_cmp(&c.actual[j].abs()))
+        .unwrap();
     let terms = c.golden.abs_sum.as_ref().unwrap()[big];
     let mut bad = c.actual.clone();
     bad[big] += 2.0 * ulp::step(DType::BF16, terms).unwrap() * bad[big].signum();
@@ -625,4 +819,3 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
     assert_eq!(e.label, Label::Excess, "{e:#?}");
     assert_eq!(rep.verdict.status, Status::Fail, "{}", rep.text());
 }
-

@@ -502,7 +502,9 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
         Some(b) => {
             let m = metrics(b, case.golden);
             if m.nonfinite > 0 && !matches!(std, Standard::MsprobeBinary) {
-                let i = (0..n).find(|&i| case.golden[i].is_finite() && !b[i].is_finite()).unwrap_or(0);
+                let i = (0..n)
+                    .find(|&i| case.golden[i].is_finite() && !b[i].is_finite())
+                    .unwrap_or(0);
                 return Err(format!(
                     "the benchmark is {} at element {i} where the golden is finite: the double benchmark cannot be formed",
                     b[i]
@@ -585,7 +587,11 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
             let over_b = ulp::count_over(&pick(b), &g, dtype, thd).map_err(|e| format!("benchmark: {e}"))?;
             let share = over_a as f64 / judged.len() as f64;
             let by_share = lt("share over the ULP threshold", share, all(&MSPROBE_ULP_SHARE));
-            let by_count = lt("elements over the ULP threshold vs benchmark", over_a as f64, over_b as f64);
+            let by_count = lt(
+                "elements over the ULP threshold vs benchmark",
+                over_a as f64,
+                over_b as f64,
+            );
             checks.push(by_share);
             checks.push(by_count);
             either = true;
@@ -595,7 +601,11 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
             let same = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
             let differ = (0..n).filter(|&i| !same(case.actual[i], b[i])).count();
             let rate = if n == 0 { 0.0 } else { differ as f64 / n as f64 };
-            checks.push(le("error rate (bits differing from the benchmark)", rate, all(&MSPROBE_BINARY_RATE)));
+            checks.push(le(
+                "error rate (bits differing from the benchmark)",
+                rate,
+                all(&MSPROBE_BINARY_RATE),
+            ));
         }
         Standard::AssertClose { rtol, atol } => {
             let rtol = match rtol {
@@ -620,7 +630,11 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
                 };
                 bad += !ok as usize;
             }
-            checks.push(le(&format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"), bad as f64, 0.0));
+            checks.push(le(
+                &format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"),
+                bad as f64,
+                0.0,
+            ));
             checks.push(Check {
                 name: "max(|a-g| - atol - rtol|g|)".into(),
                 value: worst_excess,
