@@ -23,6 +23,8 @@ macro_rules! out {
 mod accuracy;
 pub mod bench;
 mod bi;
+mod bi_case;
+mod bi_report;
 mod demo;
 mod device;
 mod gemm;
