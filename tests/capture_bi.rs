@@ -92,11 +92,19 @@ fn same_cells(recorded: &Value, replayed: &Value) -> Result<usize, String> {
             None => diffs.push(format!("{id}: recorded, not replayed")),
         }
     }
-    diffs.extend(b.keys().filter(|id| !a.contains_key(*id)).map(|id| format!("{id}: replayed, not recorded")));
+    diffs.extend(
+        b.keys()
+            .filter(|id| !a.contains_key(*id))
+            .map(|id| format!("{id}: replayed, not recorded")),
+    );
     if diffs.is_empty() {
         Ok(a.len())
     } else {
-        Err(format!("{} cells differ: {}", diffs.len(), diffs[..diffs.len().min(5)].join("; ")))
+        Err(format!(
+            "{} cells differ: {}",
+            diffs.len(),
+            diffs[..diffs.len().min(5)].join("; ")
+        ))
     }
 }
 
@@ -127,10 +135,18 @@ fn every_dump_capture_replays_to_its_recorded_verdicts() {
         let replayed = replay(&dir, &tmp, name);
         let n = same_cells(&recorded, &replayed).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(n > 0, "{name}: no cells");
-        assert_eq!(replayed["summary"]["valid"], Value::Bool(true), "{name}: positive controls");
+        assert_eq!(
+            replayed["summary"]["valid"],
+            Value::Bool(true),
+            "{name}: positive controls"
+        );
         // the same check run live on the GPU (through exec:) gave the same verdicts
         let live = read_json(&dir.join("live.json"));
-        assert_eq!(verdicts(&live), verdicts(&recorded), "{name}: live exec run vs its dump");
+        assert_eq!(
+            verdicts(&live),
+            verdicts(&recorded),
+            "{name}: live exec run vs its dump"
+        );
         println!("{name}: {n} cells replayed, verdicts equal the recorded and the live run");
     }
 }
@@ -148,7 +164,11 @@ fn triton_captures_show_what_their_code_implies() {
     let v = verdicts(&split);
     assert!(v.iter().any(|(f, m, _)| f == "batch" && *m >= 64));
     for (family, m, verdict) in v {
-        let want = if family == "batch" && m >= 64 { "BI_FAIL" } else { "BI_PASS" };
+        let want = if family == "batch" && m >= 64 {
+            "BI_FAIL"
+        } else {
+            "BI_PASS"
+        };
         assert_eq!(verdict, want, "triton split-K: {family} at M = {m}");
     }
 }

@@ -366,7 +366,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+            unreachable!("handled above")
+        }
     }?;
     Ok(Outcome::Held)
 }
