@@ -1,21 +1,25 @@
 //! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
+use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, Report, RowPos};
+use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, RowPos};
 use crate::order::{InType, Order};
 use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject};
 use clap::{Args, Subcommand};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod dump_gen;
+pub(super) mod dump_gen;
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
     /// Run a subject through variant families; one verdict per cell.
     Run(RunArgs),
+    /// Merge shard reports of one check into the unsharded report.
+    Merge(MergeArgs),
+    /// Print the JSON Schema of the case format (mxbi-bi-case/1).
+    Schema,
     /// Write every job a check would ask of its subject to a dump folder
     /// (inputs + manifest), for any runner to answer offline; then
     /// `bi run --subject dump:DIR` with the same options.
@@ -24,28 +28,32 @@ pub enum BiCommand {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// A case file (mxbi-bi-case/1; `mxbi bi schema`) instead of the
+    /// subject and check flags.
+    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
+    pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
     /// order chosen by shape from a JSON table), `exec:CMD` (an external
     /// runner, protocol mxbi-exec/1) or `dump:DIR` (outputs written into a
     /// folder from `bi gen`).
-    #[arg(long)]
-    pub subject: String,
+    #[arg(long, required_unless_present = "case")]
+    pub subject: Option<String>,
     /// A second subject for the `switch` family.
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "case")]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
     #[arg(long, default_value = "edges")]
     pub m: String,
-    #[arg(long)]
-    pub k: usize,
-    #[arg(long)]
-    pub n: usize,
+    #[arg(long, required_unless_present = "case")]
+    pub k: Option<usize>,
+    #[arg(long, required_unless_present = "case")]
+    pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
     #[arg(long, value_delimiter = ',')]
@@ -58,43 +66,35 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Write the JSON report here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a Markdown table here.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-    /// Write JUnit XML here (one test case per cell).
-    #[arg(long)]
-    pub junit: Option<PathBuf>,
-    /// NON_DET and ERROR cells also fail the run (exit 1).
-    #[arg(long)]
-    pub strict: bool,
     /// exec: subjects: seconds a runner may take to greet and per job.
     #[arg(long, default_value_t = 120.0)]
     pub timeout: f64,
     /// exec: subjects: keep the job files (the folder is printed).
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub out: ReportArgs,
 }
 
 /// Most bytes a dispatch table file may have.
 const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// A parsed subject and what the checker should know about it.
-struct ParsedSubject {
-    subject: Box<dyn Subject>,
+pub(super) struct ParsedSubject {
+    pub subject: Box<dyn Subject>,
     /// The input type its order reads (model subjects).
-    input: Option<InType>,
+    pub input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
-    boundaries: Vec<usize>,
+    pub boundaries: Vec<usize>,
     /// An exec runner's kept job folder.
-    kept: Option<PathBuf>,
+    pub kept: Option<PathBuf>,
 }
 
 /// What runner subjects (`exec:`, `dump:`) take from the command line.
+#[derive(Default)]
 struct RunnerCtx {
     input: Option<InType>,
+    /// Seconds (0: the default, 120).
     timeout: f64,
     keep: bool,
 }
@@ -123,7 +123,11 @@ fn parse_input(s: &str) -> Result<InType> {
     })
 }
 
-fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+    parse_subject_with(spec, &RunnerCtx::default())
+}
+
+fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
             "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
@@ -161,11 +165,14 @@ fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
             })
         }
         "exec" => {
-            let opts = ExecOptions {
-                timeout: Duration::from_secs_f64(ctx.timeout),
+            let mut opts = ExecOptions {
                 keep: ctx.keep,
                 input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
             };
+            if ctx.timeout > 0.0 {
+                opts.timeout = Duration::from_secs_f64(ctx.timeout);
+            }
             let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
             Ok(ParsedSubject {
                 kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
@@ -205,15 +212,25 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) 
 
 pub fn run(c: BiCommand) -> Result<Outcome> {
     match c {
-        BiCommand::Run(a) => run_check(a),
+        BiCommand::Run(a) => match &a.case {
+            Some(case) => super::bi_case::run_case(case, &a.out),
+            None => run_check(a),
+        },
+        BiCommand::Merge(a) => super::bi_report::merge_reports(a),
+        BiCommand::Schema => super::bi_case::schema(),
         BiCommand::Gen(a) => dump_gen::gen(a),
     }
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
+    let Some(spec) = &a.subject else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
     let ctx = RunnerCtx::of(&a)?;
-    let subject = parse_subject(&a.subject, &ctx)?;
-    let vs = a.vs.as_deref().map(|s| parse_subject(s, &ctx)).transpose()?;
+    let subject = parse_subject_with(spec, &ctx)?;
+    let vs = a.vs.as_deref().map(|s| parse_subject_with(s, &ctx)).transpose()?;
     for kept in [Some(&subject), vs.as_ref()]
         .into_iter()
         .flatten()
@@ -222,57 +239,27 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
     }
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
-    let tty = std::io::stderr().is_terminal();
-    let report: Report = check(
+    let pb = progress_bar();
+    let report = check(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
-        &|done, total| {
-            if tty {
-                use std::io::Write;
-                let end = if done == total { "\n" } else { "" };
-                let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
-            }
-        },
-    )
-    .map_err(CliError)?;
-    let report = if a.subject.starts_with("dump:") {
-        dump_gen::mark_replayed_repeats(report, &opts)
-    } else {
-        report
-    };
-    // write every file fully before anything is reported
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(p) = &a.json {
-        write_atomic(p, json.as_bytes())?;
-    }
-    if let Some(p) = &a.markdown {
-        write_atomic(p, report.markdown().as_bytes())?;
-    }
-    if let Some(p) = &a.junit {
-        write_atomic(p, report.junit(a.strict).as_bytes())?;
-    }
-    out!("{}", report.text());
-    match report.exit_code(a.strict) {
-        0 => Ok(Outcome::Held),
-        1 => Ok(Outcome::Failed),
-        _ if !report.summary.valid => Err(CliError(
-            "a positive control did not fail: this run cannot tell passing from failing".into(),
-        )),
-        _ => Err(CliError(format!(
-            "no cell could run: {}",
-            report
-                .cells
-                .first()
-                .and_then(|c| c.reason.as_deref())
-                .unwrap_or("no cells")
-        ))),
-    }
+        &tick(&pb),
+    );
+    pb.finish_and_clear();
+    let mut report = report.map_err(CliError)?;
+    dump_gen::mark_replayed_repeats(spec, &mut report);
+    emit(&report, &a.out)
 }
 
-/// The check's options from the command line; `input_hint` and
-/// `boundaries` come from the subject (its input type, its M edges).
+/// The check's options from the flags; `input_hint` and `boundaries` come
+/// from the subject (its input type, its M edges).
 fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
+    let (Some(k), Some(n)) = (a.k, a.n) else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
     let families: Vec<Family> = parse_list("family", &a.family)?;
     let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
     let ms = if a.m.trim() == "edges" {
@@ -293,19 +280,11 @@ fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) 
     Ok(CheckOptions {
         families,
         ms,
-        k: a.k,
-        n: a.n,
+        k,
+        n,
         positions,
         seed: a.seed,
         input,
         repeats: a.repeats,
     })
-}
-
-/// Writes through a temporary file in the same folder, so a failed run
-/// leaves no half-written report.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).map_err(|e| CliError(format!("{}: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| CliError(format!("{}: {e}", path.display())))
 }

@@ -22,6 +22,8 @@ macro_rules! out {
 
 pub mod bench;
 mod bi;
+mod bi_case;
+mod bi_report;
 mod demo;
 mod device;
 mod gemm;
