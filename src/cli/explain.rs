@@ -459,7 +459,7 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
         .subject
         .as_deref()
         .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
-    let parsed = super::bi::parse_subject(spec, &super::bi::RunnerCtx::defaults())?;
+    let parsed = super::bi::parse_subject(spec)?;
     let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
     let r = explain::reveal(parsed.subject.as_ref(), o)?;
     print_revealed(&r, a.direct.json)?;
