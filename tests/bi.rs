@@ -186,6 +186,37 @@ fn a_nondeterministic_subject_is_non_det_not_fail() {
     assert_eq!(r.exit_code(true), 1);
 }
 
+/// A subject that works for a few calls, then breaks for good.
+struct DiesAfter(std::sync::atomic::AtomicU32, u32);
+
+impl Subject for DiesAfter {
+    fn name(&self) -> String {
+        "test:dies".into()
+    }
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= self.1 {
+            return Err(SubjectError::Broken {
+                subject: self.name(),
+                why: "the runner exited".into(),
+            });
+        }
+        model("fma").run(p, rows)
+    }
+}
+
+#[test]
+fn a_broken_subject_stops_the_check() {
+    let calls = std::sync::atomic::AtomicU32::new(0);
+    let s = DiesAfter(calls, 4);
+    let err = check(&s, None, &opts(&[Family::Content], &[4, 8, 16], 64, 8), &|_, _| {}).unwrap_err();
+    assert_eq!(err, "test:dies is broken: the runner exited");
+    // it stopped at the first broken call: no cell after it ran
+    assert_eq!(s.0.load(std::sync::atomic::Ordering::Relaxed), 5);
+    // Unsupported stays a per-cell ERROR
+    let s = DiesAfter(std::sync::atomic::AtomicU32::new(0), u32::MAX);
+    assert!(check(&s, None, &opts(&[Family::Content], &[4], 64, 8), &|_, _| {}).is_ok());
+}
+
 #[test]
 fn positions_and_permutations_move_rows() {
     let mut o = opts(&[Family::Position], &[40], 64, 4);

@@ -324,14 +324,25 @@ fn cell_of(plan: &Plan, opts: &CheckOptions, subject: &dyn Subject) -> Cell {
     }
 }
 
-fn error_cell(mut c: Cell, e: SubjectError) -> Cell {
+/// A per-cell ERROR, or Err when the subject is broken (the whole check
+/// stops: nothing after it could run).
+fn error_cell(mut c: Cell, e: SubjectError) -> Result<Cell, String> {
+    if let SubjectError::Broken { .. } = e {
+        return Err(e.to_string());
+    }
     c.verdict = Verdict::Error;
     c.reason = Some(e.to_string());
-    c
+    Ok(c)
 }
 
-/// Runs one planned cell.
-fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject, vs: Option<&dyn Subject>) -> Cell {
+/// Runs one planned cell (Err: a subject is broken).
+fn run_plan(
+    plan: &Plan,
+    rows: &Rows,
+    opts: &CheckOptions,
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+) -> Result<Cell, String> {
     let mut cell = cell_of(plan, opts, subject);
     let base_a = rows.batch(&plan.baseline.ids);
     let base = match run_batch(subject, rows, &base_a, &plan.base_rows) {
@@ -347,7 +358,7 @@ fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject
                     cell.verdict = Verdict::NonDet;
                     cell.diff = d;
                     cell.reason = Some("two runs of the same batch differ".into());
-                    return cell;
+                    return Ok(cell);
                 }
             }
             Err(e) => return error_cell(cell, e),
@@ -381,7 +392,7 @@ fn run_plan(plan: &Plan, rows: &Rows, opts: &CheckOptions, subject: &dyn Subject
     } else {
         Verdict::Pass
     };
-    cell
+    Ok(cell)
 }
 
 /// A subject built to break batch invariance, for the positive control:
@@ -436,6 +447,8 @@ impl Subject for ControlSubject {
 
 /// Runs the whole check: every cell of every family, then one positive
 /// control per family. `progress(done, total)` is called after each cell.
+/// Err: bad options, no cell to check, or a subject reported
+/// [`SubjectError::Broken`] (the check stops at once; no report).
 pub fn check(
     subject: &dyn Subject,
     vs: Option<&dyn Subject>,
@@ -453,7 +466,7 @@ pub fn check(
     }
     let mut cells = Vec::with_capacity(all.len());
     for (i, plan) in all.iter().enumerate() {
-        cells.push(run_plan(plan, &rows, opts, subject, vs));
+        cells.push(run_plan(plan, &rows, opts, subject, vs)?);
         progress(i + 1, all.len());
     }
     let mut controls = Vec::new();
@@ -468,9 +481,9 @@ pub fn check(
         let model = Model::new("fma".parse().expect("fma parses"));
         // switch: the model against the coupled control
         let cell = if f == Family::Switch {
-            run_plan(plan, &rows, opts, &model, Some(&coupled))
+            run_plan(plan, &rows, opts, &model, Some(&coupled))?
         } else {
-            run_plan(plan, &rows, opts, &coupled, None)
+            run_plan(plan, &rows, opts, &coupled, None)?
         };
         let expected = if f == Family::Repeat {
             Verdict::NonDet

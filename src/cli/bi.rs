@@ -1,42 +1,50 @@
 //! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
+use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, Report, RowPos};
+use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, RowPos};
 use crate::order::{InType, Order};
 use crate::subject::{Dispatch, Model, Subject};
 use clap::{Args, Subcommand};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
     /// Run a subject through variant families; one verdict per cell.
     Run(RunArgs),
+    /// Merge shard reports of one check into the unsharded report.
+    Merge(MergeArgs),
+    /// Print the JSON Schema of the case format (mxbi-bi-case/1).
+    Schema,
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// A case file (mxbi-bi-case/1; `mxbi bi schema`) instead of the
+    /// subject and check flags.
+    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
+    pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model) or `dispatch:FILE` (an
     /// order chosen by shape from a JSON table).
-    #[arg(long)]
-    pub subject: String,
+    #[arg(long, required_unless_present = "case")]
+    pub subject: Option<String>,
     /// A second subject for the `switch` family.
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "case")]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
     #[arg(long, default_value = "edges")]
     pub m: String,
-    #[arg(long)]
-    pub k: usize,
-    #[arg(long)]
-    pub n: usize,
+    #[arg(long, required_unless_present = "case")]
+    pub k: Option<usize>,
+    #[arg(long, required_unless_present = "case")]
+    pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
     #[arg(long, value_delimiter = ',')]
@@ -49,33 +57,23 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Write the JSON report here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a Markdown table here.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-    /// Write JUnit XML here (one test case per cell).
-    #[arg(long)]
-    pub junit: Option<PathBuf>,
-    /// NON_DET and ERROR cells also fail the run (exit 1).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub out: ReportArgs,
 }
 
 /// Most bytes a dispatch table file may have.
 const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// A parsed subject and what the checker should know about it.
-struct ParsedSubject {
-    subject: Box<dyn Subject>,
+pub(super) struct ParsedSubject {
+    pub subject: Box<dyn Subject>,
     /// The input type its order reads (model subjects).
-    input: Option<InType>,
+    pub input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
-    boundaries: Vec<usize>,
+    pub boundaries: Vec<usize>,
 }
 
-fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
             "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
@@ -125,12 +123,22 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) 
 
 pub fn run(c: BiCommand) -> Result<Outcome> {
     match c {
-        BiCommand::Run(a) => run_check(a),
+        BiCommand::Run(a) => match &a.case {
+            Some(case) => super::bi_case::run_case(case, &a.out),
+            None => run_check(a),
+        },
+        BiCommand::Merge(a) => super::bi_report::merge_reports(a),
+        BiCommand::Schema => super::bi_case::schema(),
     }
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
-    let subject = parse_subject(&a.subject)?;
+    let (Some(spec), Some(k), Some(n)) = (&a.subject, a.k, a.n) else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
+    let subject = parse_subject(spec)?;
     let vs = a.vs.as_deref().map(parse_subject).transpose()?;
     let families: Vec<Family> = parse_list("family", &a.family)?;
     let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
@@ -156,60 +164,20 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     let opts = CheckOptions {
         families,
         ms,
-        k: a.k,
-        n: a.n,
+        k,
+        n,
         positions,
         seed: a.seed,
         input,
         repeats: a.repeats,
     };
-    let tty = std::io::stderr().is_terminal();
-    let report: Report = check(
+    let pb = progress_bar();
+    let report = check(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
-        &|done, total| {
-            if tty {
-                use std::io::Write;
-                let end = if done == total { "\n" } else { "" };
-                let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
-            }
-        },
-    )
-    .map_err(CliError)?;
-    // write every file fully before anything is reported
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(p) = &a.json {
-        write_atomic(p, json.as_bytes())?;
-    }
-    if let Some(p) = &a.markdown {
-        write_atomic(p, report.markdown().as_bytes())?;
-    }
-    if let Some(p) = &a.junit {
-        write_atomic(p, report.junit(a.strict).as_bytes())?;
-    }
-    out!("{}", report.text());
-    match report.exit_code(a.strict) {
-        0 => Ok(Outcome::Held),
-        1 => Ok(Outcome::Failed),
-        _ if !report.summary.valid => Err(CliError(
-            "a positive control did not fail: this run cannot tell passing from failing".into(),
-        )),
-        _ => Err(CliError(format!(
-            "no cell could run: {}",
-            report
-                .cells
-                .first()
-                .and_then(|c| c.reason.as_deref())
-                .unwrap_or("no cells")
-        ))),
-    }
-}
-
-/// Writes through a temporary file in the same folder, so a failed run
-/// leaves no half-written report.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).map_err(|e| CliError(format!("{}: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| CliError(format!("{}: {e}", path.display())))
+        &tick(&pb),
+    );
+    pb.finish_and_clear();
+    emit(&report.map_err(CliError)?, &a.out)
 }

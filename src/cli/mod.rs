@@ -20,8 +20,11 @@ macro_rules! out {
     };
 }
 
+mod accuracy;
 pub mod bench;
 mod bi;
+mod bi_case;
+mod bi_report;
 mod demo;
 mod device;
 mod gemm;
@@ -196,6 +199,8 @@ pub enum Command {
     /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
     #[command(subcommand)]
     Op(op::OpCommand),
+    /// Accuracy verdict of an output against a golden and a benchmark (docs/ACCURACY.md).
+    Accuracy(accuracy::AccuracyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -332,6 +337,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Bi(c) => return bi::run(c),
         Command::Device(c) => return device::run(c),
+        Command::Accuracy(a) => return accuracy::run(a),
         _ => {}
     }
     match cli.command {
@@ -347,7 +353,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) => unreachable!("handled above"),
     }?;
     Ok(Outcome::Held)
 }

@@ -10,7 +10,7 @@
 
 use super::{Model, Subject, SubjectError};
 use crate::gemm::Problem;
-use crate::order::Order;
+use crate::order::{InType, Order};
 use serde::Deserialize;
 
 /// One row of a dispatch table.
@@ -113,6 +113,19 @@ impl Dispatch {
 impl Subject for Dispatch {
     fn name(&self) -> String {
         format!("dispatch:{}", self.source)
+    }
+
+    fn m_boundaries(&self) -> Vec<usize> {
+        Dispatch::m_boundaries(self)
+    }
+
+    /// The input type every entry's order reads, when they agree.
+    fn input(&self) -> Option<InType> {
+        let first = Model::new(self.entries.first()?.order).input();
+        self.entries
+            .iter()
+            .all(|e| Model::new(e.order).input() == first)
+            .then_some(first?)
     }
 
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {

@@ -18,11 +18,24 @@
 //!   in the order asked.
 //! - A subject is not assumed deterministic or batch-invariant: deciding
 //!   that is the checker's job. It must report a problem it cannot run as
-//!   [`SubjectError::Unsupported`] (the cell becomes an error verdict), and a
-//!   run that broke as [`SubjectError::Failed`], never a wrong answer.
+//!   [`SubjectError::Unsupported`] (the cell becomes an error verdict), a
+//!   run that broke as [`SubjectError::Failed`] (also a per-cell error), and
+//!   a subject that can no longer run anything (its runner died, hung, or
+//!   answered garbage; a dump lacks a file) as [`SubjectError::Broken`]:
+//!   the checker stops at once. Never a wrong answer.
+//! - **Ranks.** A multi-device subject (an op sharding A over ranks) says
+//!   how many ranks hold a copy of the output ([`Subject::world_size`]) and
+//!   returns each rank's copy of the requested global rows
+//!   ([`Subject::run_on_rank`]); `run` is rank 0's copy.
+//! - **Knobs** ([`Knobs`]) are per-cell settings only some subjects accept
+//!   (world size, MX scale kinds, deterministic communication); a subject
+//!   built with a knob it cannot honour is refused by its factory.
 
 use crate::gemm::{gemm, GemmError, Problem};
-use crate::order::Order;
+use crate::order::{InType, Order};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
 pub mod dispatch;
 pub use dispatch::Dispatch;
@@ -36,6 +49,107 @@ pub enum SubjectError {
     /// The subject started and broke (a runner died, a kernel faulted).
     #[error("{subject} failed: {why}")]
     Failed { subject: String, why: String },
+    /// The subject can no longer run anything (an external runner died,
+    /// hung past its timeout, answered garbage; a dump folder lacks a
+    /// file): the checker stops at once instead of recording per-cell errors.
+    #[error("{subject} is broken: {why}")]
+    Broken { subject: String, why: String },
+}
+
+/// How a matrix's E8M0 scales vary (MX subjects).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ScaleKind {
+    /// Every scale 2^0: "ID".
+    #[serde(rename = "ID")]
+    Identity,
+    /// Scales that vary along K: "VAR".
+    #[serde(rename = "VAR")]
+    Varying,
+}
+
+impl ScaleKind {
+    pub const ALL: [ScaleKind; 2] = [ScaleKind::Identity, ScaleKind::Varying];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScaleKind::Identity => "ID",
+            ScaleKind::Varying => "VAR",
+        }
+    }
+}
+
+impl fmt::Display for ScaleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ScaleKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ID" | "id" | "identity" => Ok(ScaleKind::Identity),
+            "VAR" | "var" | "varying" => Ok(ScaleKind::Varying),
+            _ => Err(format!("unknown scale kind '{s}'; expected ID or VAR")),
+        }
+    }
+}
+
+/// Per-cell settings of a matrix that only some subjects accept; `None`
+/// leaves the subject's own default. A subject factory that cannot honour a
+/// set knob returns an error (one line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Knobs {
+    /// Ranks the subject shards A over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<usize>,
+    /// How A's (x1's) MX scales vary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x1_scales: Option<ScaleKind>,
+    /// How B's (x2's) MX scales vary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x2_scales: Option<ScaleKind>,
+    /// Deterministic communication (e.g. `HCCL_DETERMINISTIC`, NCCL's fixed
+    /// reduction order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deterministic_comm: Option<bool>,
+}
+
+impl Knobs {
+    /// Whether no knob is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Knobs::default()
+    }
+
+    /// The set knobs as id segments, `ws=4/x=ID,VAR/det=1` (empty when none).
+    pub fn id(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(ws) = self.world_size {
+            v.push(format!("ws={ws}"));
+        }
+        match (self.x1_scales, self.x2_scales) {
+            (None, None) => {}
+            (a, b) => v.push(format!(
+                "x={},{}",
+                a.map_or("-", ScaleKind::name),
+                b.map_or("-", ScaleKind::name)
+            )),
+        }
+        if let Some(d) = self.deterministic_comm {
+            v.push(format!("det={}", d as u8));
+        }
+        v.join("/")
+    }
+
+    /// One line naming the set knobs a subject cannot honour (`why` says
+    /// what it accepts), or Ok when none is set.
+    pub fn refuse_any(&self, subject: &str, why: &str) -> Result<(), String> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("subject '{subject}' takes no knobs ({}): {why}", self.id()))
+        }
+    }
 }
 
 /// Something that computes a GEMM-like op on given inputs (see the module
@@ -47,6 +161,37 @@ pub trait Subject: Send + Sync {
     /// The selected rows of `C = A x B` (all when `rows` is `None`),
     /// row-major `[rows, N]`, output bits widened exactly to f32.
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError>;
+
+    /// Ranks whose copy of an output row can be asked for (1: single device).
+    fn world_size(&self) -> usize {
+        1
+    }
+
+    /// The selected global rows as held by `rank` (default: rank 0 is
+    /// [`Subject::run`], other ranks Unsupported).
+    fn run_on_rank(&self, problem: &Problem, rank: usize, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        if rank == 0 {
+            self.run(problem, rows)
+        } else {
+            Err(SubjectError::Unsupported {
+                subject: self.name(),
+                why: format!("rank {rank} asked of a subject with world size {}", self.world_size()),
+            })
+        }
+    }
+
+    /// M values at which the subject's behaviour may change (tile heights,
+    /// dispatch `m_max`, split thresholds): feeds edge sweeps.
+    fn m_boundaries(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// The element type the subject's inputs must be exactly representable
+    /// in (what its steps read), if it has one: the checker draws inputs in
+    /// it. None: any f32.
+    fn input(&self) -> Option<InType> {
+        None
+    }
 }
 
 /// The CPU model under one accumulation order (`model:ORDER`): bit-exact,
@@ -65,6 +210,10 @@ impl Model {
 impl Subject for Model {
     fn name(&self) -> String {
         format!("model:{}", self.order)
+    }
+
+    fn input(&self) -> Option<InType> {
+        Some(self.order.mma().map_or(InType::F32, |m| m.input))
     }
 
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
@@ -128,6 +277,41 @@ mod tests {
             err.to_string().starts_with("model:fma cannot run this problem"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn knobs_name_themselves_and_default_to_none() {
+        let k = Knobs::default();
+        assert!(k.is_empty());
+        assert_eq!(k.id(), "");
+        assert!(k.refuse_any("model:fma", "x").is_ok());
+        let k = Knobs {
+            world_size: Some(4),
+            x1_scales: Some(ScaleKind::Identity),
+            x2_scales: Some(ScaleKind::Varying),
+            deterministic_comm: Some(true),
+        };
+        assert_eq!(k.id(), "ws=4/x=ID,VAR/det=1");
+        assert_eq!(serde_json::to_string(&Knobs::default()).unwrap(), "{}");
+        assert_eq!(
+            serde_json::to_string(&k).unwrap(),
+            r#"{"world_size":4,"x1_scales":"ID","x2_scales":"VAR","deterministic_comm":true}"#
+        );
+        let e = k.refuse_any("model:fma", "a single-device GEMM").unwrap_err();
+        assert!(e.contains("ws=4/x=ID,VAR/det=1"), "{e}");
+        for s in ScaleKind::ALL {
+            assert_eq!(s.name().parse::<ScaleKind>(), Ok(s));
+        }
+        // the default rank door: rank 0 is `run`, other ranks are unsupported
+        let a = vec![1.0f32; 4];
+        let m = Model::new("fma".parse().unwrap());
+        let p = problem(&a, &a, 2, 2, 2);
+        assert_eq!(m.world_size(), 1);
+        assert_eq!(m.run_on_rank(&p, 0, None).unwrap(), m.run(&p, None).unwrap());
+        assert!(matches!(
+            m.run_on_rank(&p, 1, None),
+            Err(SubjectError::Unsupported { .. })
+        ));
     }
 
     fn bits(x: &[f32]) -> Vec<u32> {
