@@ -140,9 +140,10 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
-/// How a command that ran ended: exit code 0 (every check held) or 1 (a
-/// check failed; its report says which). Bad input and runs that cannot
-/// happen are errors instead: exit code 2.
+/// How a command that ran ended, under the one exit-code policy of the
+/// whole CLI (README, "Exit codes"): 0 every check held, 1 a check failed
+/// (its report says which). Bad input and runs that cannot happen are
+/// errors instead ([`CliError`]), exit code 2, written by `main`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Held,
