@@ -216,10 +216,10 @@ impl<'a> Evaluator<'a> {
             return Some(v);
         }
         let tree = o.compile(prep.terms());
-        let mut scratch = Vec::new();
         Some(
             (0..prep.n)
-                .map(|j| gemm::eval::evaluate(&tree, o, prep, 0, j, &mut scratch, None))
+                .into_par_iter()
+                .map_init(Vec::new, |scratch, j| gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None))
                 .collect(),
         )
     }
