@@ -90,9 +90,11 @@ class Report:
     table of every cell; :meth:`to_json`: the ``--json`` report, byte for byte.
     """
 
-    def __init__(self, raw: "_mxbi.RawReport", strict: bool = False):
+    def __init__(self, raw: "_mxbi.RawReport", strict: bool = False, ms: Optional[List[int]] = None):
         self._raw = raw
         self.strict = strict
+        #: the batch sizes checked (the batch family's baseline is the first)
+        self.ms: Optional[List[int]] = ms
         d = json.loads(raw.to_json())
         self.data: Dict[str, Any] = d
         self.schema: str = d["schema"]
@@ -103,6 +105,8 @@ class Report:
         self.cells: List[Cell] = [Cell.from_dict(c) for c in d["cells"]]
         self.controls: List[Control] = [Control.from_dict(c) for c in d["controls"]]
         self.summary: Dict[str, Any] = d["summary"]
+        if self.ms is None:
+            self.ms = d.get("options", {}).get("ms")
 
     @property
     def exit_code(self) -> int:
@@ -138,7 +142,12 @@ class Report:
             f.write(self.to_json())
 
     def markdown(self) -> str:
+        """The verdict table of every cell, one table per family (``--markdown``)."""
         return self._raw.markdown()
+
+    def svg(self) -> str:
+        """The heatmap of the cells by verdict (``--svg``)."""
+        return self._raw.svg()
 
     def junit(self) -> str:
         return self._raw.junit(self.strict)
@@ -233,12 +242,15 @@ def check(
     """
     if isinstance(families, str):
         families = families.split(",")
+    ms = _ms(m)
+    if ms is None and not isinstance(fn, str):
+        ms = _mxbi.edge_ms([])  # a callable declares no boundaries
     raw = _mxbi.check(
         _subject(fn),
         [str(f) for f in families],
         int(k),
         int(n),
-        _ms(m),
+        ms,
         None if rows is None else [str(r) for r in rows],
         input,
         int(seed),
@@ -247,4 +259,4 @@ def check(
         _name(fn, name),
         None if vs is None else _name(vs, None),
     )
-    return Report(raw, strict=strict)
+    return Report(raw, strict=strict, ms=ms)
