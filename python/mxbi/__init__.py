@@ -103,21 +103,14 @@ def decode(codes: Any, format: str) -> np.ndarray:
     return _mxbi.decode(codes_input(codes, wide=True), format)
 
 
-def _quantize(x: Any, format: str, stats: bool, **kw: Any) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
+def _quantize(
+    x: Any, format: str, stats: bool, preset: Optional[str], scale_mode: Optional[str], round: Optional[str],
+    seed: Optional[int], flush_subnormals: bool, no_int8_neg2: bool, block: int, axis: int, pad: bool,
+    scale_layout: str,
+) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
     return _mxbi.quantize(
-        float_input(x),
-        format,
-        kw.get("preset"),
-        kw.get("scale_mode"),
-        kw.get("round"),
-        kw.get("seed"),
-        bool(kw.get("flush_subnormals", False)),
-        bool(kw.get("no_int8_neg2", False)),
-        int(kw.get("block", 32)),
-        int(kw.get("axis", -1)),
-        bool(kw.get("pad", False)),
-        kw.get("scale_layout", "plain"),
-        stats,
+        float_input(x), format, preset, scale_mode, round, seed, bool(flush_subnormals), bool(no_int8_neg2),
+        int(block), int(axis), bool(pad), scale_layout, stats,
     )
 
 
@@ -149,18 +142,32 @@ def quantize(
     scales (plain: ``x``'s shape with the axis divided by the block).
     """
     codes, scales, _ = _quantize(
-        x, format, False, preset=preset, scale_mode=scale_mode, round=round, seed=seed,
-        flush_subnormals=flush_subnormals, no_int8_neg2=no_int8_neg2, block=block, axis=axis,
-        pad=pad, scale_layout=scale_layout,
+        x, format, False, preset, scale_mode, round, seed, flush_subnormals, no_int8_neg2, block, axis, pad,
+        scale_layout,
     )
     return codes, scales
 
 
-def quantize_stats(x: Any, format: str, **kw: Any) -> dict:
+def quantize_stats(
+    x: Any,
+    format: str,
+    *,
+    preset: Optional[str] = None,
+    scale_mode: Optional[str] = None,
+    round: Optional[str] = None,
+    seed: Optional[int] = None,
+    flush_subnormals: bool = False,
+    no_int8_neg2: bool = False,
+    block: int = 32,
+    axis: int = -1,
+    pad: bool = False,
+) -> dict:
     """What ``mxbi quantize --stats`` prints for the same arguments as
     :func:`quantize`: elements, blocks, saturated, flushed_to_zero,
     nan_scales, max_abs_error, scale_range."""
-    _, _, st = _quantize(x, format, True, **kw)
+    _, _, st = _quantize(
+        x, format, True, preset, scale_mode, round, seed, flush_subnormals, no_int8_neg2, block, axis, pad, "plain"
+    )
     return json.loads(st)
 
 

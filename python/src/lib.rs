@@ -100,12 +100,12 @@ fn formats() -> Vec<(&'static str, u32, f64, i32, bool, bool)> {
         .collect()
 }
 
+/// Codes (uint16) and their exact values (float64).
+type ValueTable<'py> = (Bound<'py, PyArrayDyn<u16>>, Bound<'py, PyArrayDyn<f64>>);
+
 /// Every code of a format and its exact value: (codes uint16, values float64).
 #[pyfunction]
-fn value_table<'py>(
-    py: Python<'py>,
-    format: &str,
-) -> PyResult<(Bound<'py, PyArrayDyn<u16>>, Bound<'py, PyArrayDyn<f64>>)> {
+fn value_table<'py>(py: Python<'py>, format: &str) -> PyResult<ValueTable<'py>> {
     let f: Format = parse(format)?;
     let (codes, values): (Vec<u16>, Vec<f64>) = f.value_table().into_iter().unzip();
     let n = codes.len();

@@ -60,6 +60,7 @@ def test_a_split_k_by_m_kernel_fails_batch_exactly_where_its_split_changes():
     md = report.markdown()  # the verdict table of every cell
     assert md.startswith("# Batch invariance: `python:split_k_by_m`") and md.count("BI_FAIL") >= 3
     assert 'type="BI_FAIL"' in report.junit()
+    assert report.svg().startswith("<svg") and report.ms == MS
 
 
 def test_the_same_bytes_through_python_and_the_cli(tmp_path):
