@@ -224,6 +224,7 @@ def check(
     vs: Optional[Subject] = None,
     strict: bool = False,
     name: Optional[str] = None,
+    boundaries: Sequence[int] = (),
 ) -> Report:
     """Runs a subject through variant families; one verdict per cell, as
     ``mxbi bi run``.
@@ -236,6 +237,8 @@ def check(
     (f32, bf16, f16, e4m3, e5m2; default: the model's, else f32).
     ``strict``: ``NON_DET`` and ``ERROR`` cells also fail. ``name``: the
     subject's name in the report (default ``python:QUALNAME``).
+    ``boundaries``: M values where a callable's behaviour may change (tile
+    heights, split thresholds); ``"edges"`` then adds b-1, b, b+1 for each.
 
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
@@ -243,8 +246,10 @@ def check(
     if isinstance(families, str):
         families = families.split(",")
     ms = _ms(m)
+    if boundaries and isinstance(fn, str):
+        raise MxbiError("boundaries: only for a callable (a dispatch table declares its own)")
     if ms is None and not isinstance(fn, str):
-        ms = _mxbi.edge_ms([])  # a callable declares no boundaries
+        ms = _mxbi.edge_ms([int(b) for b in boundaries])
     raw = _mxbi.check(
         _subject(fn),
         [str(f) for f in families],

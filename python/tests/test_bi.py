@@ -88,6 +88,14 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     assert str(r) == p.stdout and r.exit_code == p.returncode == 0
 
 
+def test_edges_around_declared_boundaries():
+    r = mxbi.bi.check(split_k_by_m, families=["batch"], k=16, n=2, boundaries=[4])
+    assert r.ms == [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513]
+    assert {c.m for c in r.cells if c.verdict == "BI_FAIL"} == {m for m in r.ms if m > 4}
+    with pytest.raises(mxbi.MxbiError, match="boundaries: only for a callable"):
+        mxbi.bi.check("model:fma", families=["batch"], k=16, n=2, boundaries=[4])
+
+
 def test_a_kernel_reading_other_rows_fails_content():
     def leaky(a, b):
         out = muladd(a, b)
