@@ -54,7 +54,10 @@ fn seed000_slice_prefix_and_fixed_pass_the_content_family_coupled_fails_it() {
         assert_eq!(r.count(Verdict::Error) + r.count(Verdict::NonDet), 0, "{}", r.text());
         // e4m3 inputs at K >= 128 always give inexact f32 sums: no cell is vacuous
         assert_eq!(r.count(Verdict::Vacuous), 0);
-        assert!(r.cells.iter().all(|c| c.id.starts_with("content/ws=") && c.knobs.world_size.is_some()));
+        assert!(r
+            .cells
+            .iter()
+            .all(|c| c.id.starts_with("content/ws=") && c.knobs.world_size.is_some()));
     }
     // the model: prefix's GATHER path depends on the row's position only,
     // so fixing the row and redrawing the others never changes it
@@ -75,7 +78,10 @@ fn seed000_slice_prefix_and_fixed_pass_the_content_family_coupled_fails_it() {
     assert!(coupled.count(Verdict::Fail) > 100, "{}", coupled.summary_line());
     // the same matrix twice: the same bytes
     let again = run("agmm-v2-prefix", &jobs);
-    assert_eq!(serde_json::to_string(&prefix).unwrap(), serde_json::to_string(&again).unwrap());
+    assert_eq!(
+        serde_json::to_string(&prefix).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
 }
 
 fn rank_job(ws: usize, x1: ScaleKind, x2: ScaleKind, families: &[Family]) -> Job {
@@ -103,7 +109,10 @@ fn rank_job(ws: usize, x1: ScaleKind, x2: ScaleKind, families: &[Family]) -> Job
 fn the_rank_family_sees_the_prefix_path_split_exactly_with_varying_x2_scales() {
     for ws in [2, 4] {
         for x2 in ScaleKind::ALL {
-            let r = run("agmm-v2-prefix", &[rank_job(ws, ScaleKind::Identity, x2, &[Family::Rank])]);
+            let r = run(
+                "agmm-v2-prefix",
+                &[rank_job(ws, ScaleKind::Identity, x2, &[Family::Rank])],
+            );
             assert!(r.summary.valid && r.controls[0].family == Family::Rank && r.controls[0].held);
             for c in &r.cells {
                 let rank = c.rank.expect("rank cells name their rank");
@@ -124,7 +133,10 @@ fn the_rank_family_sees_the_prefix_path_split_exactly_with_varying_x2_scales() {
         }
     }
     // the fixed preset: one path, every rank agrees
-    let r = run("agmm-v2-fixed", &[rank_job(4, ScaleKind::Varying, ScaleKind::Varying, &[Family::Rank])]);
+    let r = run(
+        "agmm-v2-fixed",
+        &[rank_job(4, ScaleKind::Varying, ScaleKind::Varying, &[Family::Rank])],
+    );
     assert_eq!(r.count(Verdict::Pass), r.cells.len(), "{}", r.text());
 }
 
@@ -143,15 +155,31 @@ fn a_one_device_subject_has_no_rank_cells() {
             repeats: 2,
         },
     };
-    let e = run_matrix(&[job], &|_| Ok(Box::new(Model::new("fma".parse().unwrap()))), None, &|_, _| {}).unwrap_err();
+    let e = run_matrix(
+        &[job],
+        &|_| Ok(Box::new(Model::new("fma".parse().unwrap()))),
+        None,
+        &|_, _| {},
+    )
+    .unwrap_err();
     assert!(e.contains("needs a subject with world size 2"), "{e}");
 }
 
 #[test]
 fn shards_partition_the_cells_and_each_runs_the_controls() {
     let jobs = vec![
-        rank_job(2, ScaleKind::Varying, ScaleKind::Varying, &[Family::Content, Family::Rank]),
-        rank_job(4, ScaleKind::Identity, ScaleKind::Varying, &[Family::Content, Family::Position]),
+        rank_job(
+            2,
+            ScaleKind::Varying,
+            ScaleKind::Varying,
+            &[Family::Content, Family::Rank],
+        ),
+        rank_job(
+            4,
+            ScaleKind::Identity,
+            ScaleKind::Varying,
+            &[Family::Content, Family::Position],
+        ),
     ];
     let full = run("agmm-v2-prefix", &jobs);
     let n = 3;
@@ -178,7 +206,10 @@ fn te_anchor_and_edges_follow_the_subject() {
     let d = Dispatch::parse("t.json", table).unwrap();
     let jobs = builtin("te-anchor", &d).unwrap();
     assert_eq!(jobs[0].opts.ms, [1, 2, 17, 33, 128, 257, 1024]);
-    assert_eq!((jobs[0].opts.k, jobs[0].opts.n, jobs[0].opts.input), (2048, 2048, InType::Bf16));
+    assert_eq!(
+        (jobs[0].opts.k, jobs[0].opts.n, jobs[0].opts.input),
+        (2048, 2048, InType::Bf16)
+    );
     let r = run_matrix(
         &jobs,
         &|_| Ok(Box::new(Dispatch::parse("t.json", table).unwrap())),
@@ -200,7 +231,9 @@ fn te_anchor_and_edges_follow_the_subject() {
     // an op subject's edges are multiples of its world size
     let op = OpSubject::new("agmm-v2-fixed", &Knobs::default()).unwrap();
     assert!(builtin("edges", &op).unwrap()[0].opts.ms.iter().all(|m| m % 2 == 0));
-    assert!(builtin("seed001", &op).unwrap_err().contains("seed000, te-anchor, edges"));
+    assert!(builtin("seed001", &op)
+        .unwrap_err()
+        .contains("seed000, te-anchor, edges"));
 }
 
 /// Which families each all-gather-matmul preset fails, by running the
@@ -215,7 +248,11 @@ fn preset_table() -> String {
         for f in fams {
             let cells: Vec<_> = r.cells.iter().filter(|c| c.family == f).collect();
             let fails = cells.iter().filter(|c| c.verdict == Verdict::Fail).count();
-            s.push_str(&format!(" {} {fails}/{} |", if fails > 0 { "FAIL" } else { "pass" }, cells.len()));
+            s.push_str(&format!(
+                " {} {fails}/{} |",
+                if fails > 0 { "FAIL" } else { "pass" },
+                cells.len()
+            ));
         }
         s.push('\n');
     }
@@ -247,7 +284,10 @@ fn op_subjects_answer_what_the_op_model_outputs() {
     use mxbi::op::{generate, run_op, GenOpts, OpSpec, TensorValues, X2Scales};
     for preset in ["agmm-v2-prefix", "agmm-v2-coupled", "agmm-v2-fixed"] {
         for ws in [2usize, 4] {
-            let spec = OpSpec::from_value(serde_json::json!({"preset": preset, "world_size": ws, "m_per_rank": 3, "k": 128, "n": 16})).unwrap();
+            let spec = OpSpec::from_value(
+                serde_json::json!({"preset": preset, "world_size": ws, "m_per_rank": 3, "k": 128, "n": 16}),
+            )
+            .unwrap();
             let inp = generate(&spec, &GenOpts::new(5).x2(X2Scales::KVarying));
             let out = run_op(&spec, &inp).unwrap();
             let bytes = |name: &str| match &inp.0[name].values {
@@ -257,14 +297,29 @@ fn op_subjects_answer_what_the_op_model_outputs() {
             let (c1, s1, c2, s2) = (bytes("x1"), bytes("x1_scales"), bytes("x2"), bytes("x2_scales"));
             let f = mxbi::mx::MxFormat::Fp8E4M3;
             let p = Problem {
-                a: Matrix::Mx { codes: &c1, scales: &s1, format: f },
-                b: Matrix::Mx { codes: &c2, scales: &s2, format: f },
+                a: Matrix::Mx {
+                    codes: &c1,
+                    scales: &s1,
+                    format: f,
+                },
+                b: Matrix::Mx {
+                    codes: &c2,
+                    scales: &s2,
+                    format: f,
+                },
                 m: 3 * ws,
                 n: 16,
                 k: 128,
                 b_layout: BLayout::Kn,
             };
-            let s = OpSubject::new(preset, &Knobs { world_size: Some(ws), ..Knobs::default() }).unwrap();
+            let s = OpSubject::new(
+                preset,
+                &Knobs {
+                    world_size: Some(ws),
+                    ..Knobs::default()
+                },
+            )
+            .unwrap();
             let m = 3 * ws;
             let mut differs = false;
             for r in 0..ws {
@@ -281,7 +336,10 @@ fn op_subjects_answer_what_the_op_model_outputs() {
                             "{preset} ws {ws} rank {r} row {g}"
                         );
                     }
-                    differs |= want.iter().zip(out.per_rank[0].row(g)).any(|(a, b)| a.to_bits() != b.to_bits());
+                    differs |= want
+                        .iter()
+                        .zip(out.per_rank[0].row(g))
+                        .any(|(a, b)| a.to_bits() != b.to_bits());
                 }
             }
             // the comparison can fail: the two-path presets' ranks disagree here

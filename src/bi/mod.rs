@@ -31,20 +31,35 @@
 //! - **Positive control.** Every run also checks, per family, a control
 //!   subject built to break that family; if the control does not fail, the
 //!   run is invalid and says so.
+//! - **Cases** ([`Case`], `mxbi-bi-case/1`): one check as JSON, with the
+//!   seed-000 `standard` object; its JSON Schema is generated from the types.
+//! - **Reports** ([`Report`], `mxbi-bi-report/1`): JSON, Markdown grouped
+//!   by family, JUnit, an SVG heatmap ([`heatmap`]); shard reports
+//!   [`merge`] into the unsharded one.
 //! - Deterministic: inputs come from the seed through [`crate::rng`]; the
 //!   same command gives the same report bytes on any machine.
 
+mod case;
 mod family;
+mod grid;
+mod heatmap;
 mod inputs;
 mod matrix;
+mod merge;
 mod report;
 mod run;
 mod verdict;
 
+pub use case::{
+    case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
+};
 pub use family::{Family, RowPos};
+pub use grid::{knobs, symbol, Grid};
+pub use heatmap::heatmap;
 pub use inputs::{input_of, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, Job, BUILTINS};
-pub use report::{Cell, Control, Report, Summary, REPORT_SCHEMA};
+pub use merge::merge;
+pub use report::{CaseInfo, Cell, Control, Options, Report, Summary, REPORT_SCHEMA};
 pub use run::{check_shard, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 

@@ -1,7 +1,9 @@
 //! The report of a check: cells, positive controls and the summary, as
 //! JSON (`mxbi-bi-report/1`), a Markdown table and a terminal summary.
 
+use super::case::Standard;
 use super::family::Family;
+use super::grid::{knob_text, knobs, sort_cells};
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
 use crate::subject::Knobs;
@@ -59,6 +61,28 @@ pub struct Summary {
     pub valid: bool,
 }
 
+/// What the check was asked (two reports merge only when these agree).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub families: Vec<Family>,
+    pub ms: Vec<usize>,
+    pub k: usize,
+    pub n: usize,
+    /// Target-row positions as given (empty: each family's default).
+    pub positions: Vec<String>,
+    pub repeats: usize,
+}
+
+/// Where a check came from when it was a case file: its name and its
+/// standards (`acc` and `perf` carried unevaluated).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard: Option<Standard>,
+}
+
 /// A whole check.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -67,6 +91,11 @@ pub struct Report {
     pub vs: Option<String>,
     pub seed: u64,
     pub input: String,
+    pub options: Options,
+    /// Set when the check came from a case file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<CaseInfo>,
+    /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
     pub summary: Summary,
@@ -80,25 +109,47 @@ impl Report {
         cells: Vec<Cell>,
         controls: Vec<Control>,
     ) -> Report {
-        let mut verdicts: BTreeMap<String, usize> = Verdict::ALL.iter().map(|v| (v.name().to_string(), 0)).collect();
-        for c in &cells {
-            *verdicts.entry(c.verdict.name().to_string()).or_default() += 1;
-        }
-        let valid = controls.iter().all(|c| c.held);
-        Report {
+        let mut r = Report {
             schema: REPORT_SCHEMA.into(),
             subject,
             vs,
             seed: opts.seed,
             input: opts.input.name().to_string(),
+            options: Options {
+                families: opts.families.clone(),
+                ms: opts.ms.clone(),
+                k: opts.k,
+                n: opts.n,
+                positions: opts.positions.iter().map(|p| p.to_string()).collect(),
+                repeats: opts.repeats,
+            },
+            case: None,
             summary: Summary {
-                cells: cells.len(),
-                verdicts,
-                valid,
+                cells: 0,
+                verdicts: BTreeMap::new(),
+                valid: false,
             },
             cells,
             controls,
+        };
+        r.finish();
+        r
+    }
+
+    /// Puts cells and controls in the canonical order (controls by family,
+    /// stable) and recomputes the summary from them.
+    pub fn finish(&mut self) {
+        sort_cells(&mut self.cells);
+        self.controls.sort_by_key(|c| c.family);
+        let mut verdicts: BTreeMap<String, usize> = Verdict::ALL.iter().map(|v| (v.name().to_string(), 0)).collect();
+        for c in &self.cells {
+            *verdicts.entry(c.verdict.name().to_string()).or_default() += 1;
         }
+        self.summary = Summary {
+            cells: self.cells.len(),
+            verdicts,
+            valid: self.controls.iter().all(|c| c.held),
+        };
     }
 
     pub fn count(&self, v: Verdict) -> usize {
@@ -120,29 +171,92 @@ impl Report {
         }
     }
 
-    /// A Markdown table: one row per cell, then the controls.
+    /// Markdown: one table per family (rows sorted by M, knobs, target
+    /// row; knob and rank columns only when some cell has them), then the
+    /// positive controls and the summary.
     pub fn markdown(&self) -> String {
         let mut s = format!("# Batch invariance: `{}`\n\n", self.subject);
-        let _ = writeln!(
-            s,
-            "| cell | verdict | rows differing | bytes differing | columns | max ULP | note |\n|---|---|---:|---:|---:|---:|---|"
-        );
-        for c in &self.cells {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} | {} | {} | {} |",
-                c.id,
-                c.verdict,
-                c.diff.rows_differing,
-                c.diff.bytes_differing,
-                c.diff.columns_differing,
-                c.diff.max_ulp,
-                c.reason.as_deref().unwrap_or("").replace('|', "\\|")
-            );
+        if let Some(vs) = &self.vs {
+            let _ = writeln!(s, "Switch partner: `{vs}`.\n");
         }
         let _ = writeln!(
             s,
-            "\n| control | cell | verdict | expected | held |\n|---|---|---|---|---|"
+            "Seed {}, input {}.\n\n{}\n",
+            self.seed,
+            self.input,
+            self.summary_line()
+        );
+        let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
+        families.dedup();
+        for f in families {
+            let cells: Vec<&Cell> = self.cells.iter().filter(|c| c.family == f).collect();
+            let counts: Vec<String> = Verdict::ALL
+                .iter()
+                .filter_map(|v| {
+                    let n = cells.iter().filter(|c| c.verdict == *v).count();
+                    (n > 0).then(|| format!("{n} {v}"))
+                })
+                .collect();
+            let _ = writeln!(s, "## {f} ({} cells: {})\n", cells.len(), counts.join(", "));
+            let knob_names: Vec<String> = {
+                let mut v: Vec<String> = cells
+                    .iter()
+                    .flat_map(|c| knobs(c).into_iter().map(|(k, _)| k))
+                    .collect();
+                v.sort();
+                v.dedup();
+                v
+            };
+            let ranked = cells.iter().any(|c| c.rank.is_some());
+            let mut head = String::from("| M | K | N |");
+            let mut rule = String::from("|---:|---:|---:|");
+            for k in &knob_names {
+                head.push_str(&format!(" {k} |"));
+                rule.push_str("---|");
+            }
+            head.push_str(" row |");
+            rule.push_str("---|");
+            if ranked {
+                head.push_str(" rank |");
+                rule.push_str("---:|");
+            }
+            head.push_str(" verdict | rows differing | bytes differing | columns | max ULP | note |");
+            rule.push_str("---|---:|---:|---:|---:|---|");
+            let _ = writeln!(s, "{head}\n{rule}");
+            for c in cells {
+                let kv = knobs(c);
+                let _ = write!(s, "| {} | {} | {} |", c.m, c.k, c.n);
+                for k in &knob_names {
+                    let v = kv
+                        .iter()
+                        .find(|(n, _)| n == k)
+                        .map_or(String::new(), |(_, v)| knob_text(v));
+                    let _ = write!(s, " {v} |");
+                }
+                let _ = write!(s, " {} |", c.row);
+                if ranked {
+                    let _ = write!(s, " {} |", c.rank.map_or(String::new(), |r| r.to_string()));
+                }
+                let verdict = if c.verdict == Verdict::Fail {
+                    format!("**{}**", c.verdict)
+                } else {
+                    c.verdict.to_string()
+                };
+                let _ = writeln!(
+                    s,
+                    " {verdict} | {} | {} | {} | {} | {} |",
+                    c.diff.rows_differing,
+                    c.diff.bytes_differing,
+                    c.diff.columns_differing,
+                    c.diff.max_ulp,
+                    c.reason.as_deref().unwrap_or("").replace('|', "\\|")
+                );
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "## Positive controls\n\n| control | cell | verdict | expected | held |\n|---|---|---|---|---|"
         );
         for c in &self.controls {
             let _ = writeln!(
@@ -155,7 +269,6 @@ impl Report {
                 if c.held { "yes" } else { "**no**" }
             );
         }
-        let _ = writeln!(s, "\n{}", self.summary_line());
         s
     }
 

@@ -1,33 +1,51 @@
 //! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
+use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, Report, RowPos};
+use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, RowPos};
 use crate::order::InType;
-use crate::subject::Knobs;
+use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub(super) mod dump_gen;
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
     /// Run a subject through variant families; one verdict per cell.
     Run(RunArgs),
+    /// Merge shard reports of one check into the unsharded report.
+    Merge(MergeArgs),
+    /// Print the JSON Schema of the case format (mxbi-bi-case/1).
+    Schema,
+    /// Write every job a check would ask of its subject to a dump folder
+    /// (inputs + manifest), for any runner to answer offline; then
+    /// `bi run --subject dump:DIR` with the same options.
+    Gen(dump_gen::GenArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// A case file (mxbi-bi-case/1; `mxbi bi schema`) instead of the
+    /// subject and check flags.
+    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
+    pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
-    /// order chosen by shape from a JSON table), `op:PRESET` (an op model).
-    #[arg(long)]
-    pub subject: String,
+    /// order chosen by shape from a JSON table), `exec:CMD` (an external
+    /// runner, protocol mxbi-exec/1), `dump:DIR` (outputs written into a
+    /// folder from `bi gen`), or with feature `cuda` `cuda:ORDER`,
+    /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
+    #[arg(long, required_unless_present = "case")]
+    pub subject: Option<String>,
     /// A built-in matrix instead of --family/--m/--k/--n: seed000,
-    /// te-anchor, edges.
-    #[arg(long, conflicts_with_all = ["family", "m", "k", "n", "rows"])]
+    /// te-anchor, edges (one subject per cell setting).
+    #[arg(long, conflicts_with_all = ["case", "vs", "family", "k", "n", "rows", "input"])]
     pub matrix: Option<String>,
-    /// Run only shard i of n (0-based): cells whose global index is i mod n;
-    /// the positive controls run in every shard.
+    /// Run only shard i of n (0-based): the cells whose index in the whole
+    /// check is i mod n; every shard runs the positive controls.
     #[arg(long)]
     pub shard: Option<String>,
     /// A second subject for the `switch` family.
@@ -35,16 +53,16 @@ pub struct RunArgs {
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required_unless_present = "matrix")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
-    #[arg(long)]
-    pub m: Option<String>,
-    #[arg(long, required_unless_present = "matrix")]
+    #[arg(long, default_value = "edges")]
+    pub m: String,
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub k: Option<usize>,
-    #[arg(long, required_unless_present = "matrix")]
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
@@ -58,18 +76,122 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Write the JSON report here.
+    /// exec: subjects: seconds a runner may take to greet and per job.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// exec: subjects: keep the job files (the folder is printed).
     #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a Markdown table here.
-    #[arg(long)]
-    pub markdown: Option<PathBuf>,
-    /// Write JUnit XML here (one test case per cell).
-    #[arg(long)]
-    pub junit: Option<PathBuf>,
-    /// NON_DET and ERROR cells also fail the run (exit 1).
-    #[arg(long)]
-    pub strict: bool,
+    pub keep: bool,
+    #[command(flatten)]
+    pub out: ReportArgs,
+}
+
+/// A parsed subject and what the checker should know about it.
+pub(super) struct ParsedSubject {
+    pub subject: Box<dyn Subject>,
+    /// The input type its order reads (model subjects).
+    pub input: Option<InType>,
+    /// M values where its behaviour may change (dispatch bounds).
+    pub boundaries: Vec<usize>,
+    /// An exec runner's kept job folder.
+    pub kept: Option<PathBuf>,
+}
+
+/// What runner subjects (`exec:`, `dump:`) take from the command line.
+#[derive(Default)]
+struct RunnerCtx {
+    input: Option<InType>,
+    /// Seconds (0: the default, 120).
+    timeout: f64,
+    keep: bool,
+}
+
+impl RunnerCtx {
+    fn of(a: &RunArgs) -> Result<RunnerCtx> {
+        if !(a.timeout > 0.0 && a.timeout <= 86_400.0) {
+            return Err(CliError(format!(
+                "--timeout {}: expected seconds in (0, 86400]",
+                a.timeout
+            )));
+        }
+        Ok(RunnerCtx {
+            input: a.input.as_deref().map(parse_input).transpose()?,
+            timeout: a.timeout,
+            keep: a.keep,
+        })
+    }
+}
+
+fn parse_input(s: &str) -> Result<InType> {
+    InType::from_name(s).ok_or_else(|| {
+        CliError(format!(
+            "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
+        ))
+    })
+}
+
+pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+    parse_subject_with(spec, &RunnerCtx::default())
+}
+
+fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+    if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(CliError)?;
+        return Ok(ParsedSubject {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: crate::device::subject::gpu_subject_from_spec(spec)
+                .expect("a GPU kind")
+                .map_err(CliError)?,
+            kept: None,
+        });
+    }
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
+    match kind {
+        "exec" => {
+            let mut opts = ExecOptions {
+                keep: ctx.keep,
+                input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
+            };
+            if ctx.timeout > 0.0 {
+                opts.timeout = Duration::from_secs_f64(ctx.timeout);
+            }
+            let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
+            Ok(ParsedSubject {
+                kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
+                subject: Box::new(e),
+                input: Some(opts.input),
+                boundaries: vec![],
+            })
+        }
+        "dump" => {
+            let d = Dump::open(arg).map_err(CliError)?;
+            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
+                return Err(CliError(format!(
+                    "dump folder {arg} holds {} inputs, not {} (--input)",
+                    d.input_type().name(),
+                    t.name()
+                )));
+            }
+            Ok(ParsedSubject {
+                input: Some(d.input_type()),
+                boundaries: d.boundaries().to_vec(),
+                subject: Box::new(d),
+                kept: None,
+            })
+        }
+        // model:, dispatch:, op: and the rest (src/cli/subjects.rs)
+        _ => {
+            let s = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+            Ok(ParsedSubject {
+                input: s.input(),
+                boundaries: s.m_boundaries(),
+                subject: s,
+                kept: None,
+            })
+        }
+    }
 }
 
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) -> Result<Vec<T>> {
@@ -81,7 +203,13 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) 
 
 pub fn run(c: BiCommand) -> Result<Outcome> {
     match c {
-        BiCommand::Run(a) => run_check(a),
+        BiCommand::Run(a) => match &a.case {
+            Some(case) => super::bi_case::run_case(case, &a.out),
+            None => run_check(a),
+        },
+        BiCommand::Merge(a) => super::bi_report::merge_reports(a),
+        BiCommand::Schema => super::bi_case::schema(),
+        BiCommand::Gen(a) => dump_gen::gen(a),
     }
 }
 
@@ -89,21 +217,68 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     if let Some(name) = &a.matrix {
         return run_matrix_cmd(&a, name);
     }
-    let subject = subject_from_spec(&a.subject, &Knobs::default()).map_err(CliError)?;
-    let vs =
-        a.vs.as_deref()
-            .map(|v| subject_from_spec(v, &Knobs::default()))
-            .transpose()
-            .map_err(CliError)?;
+    let Some(spec) = &a.subject else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
+    let ctx = RunnerCtx::of(&a)?;
+    let subject = parse_subject_with(spec, &ctx)?;
+    let vs = a.vs.as_deref().map(|s| parse_subject_with(s, &ctx)).transpose()?;
+    for kept in [Some(&subject), vs.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.kept.as_ref())
+    {
+        super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
+    }
+    let opts = check_options(&a, subject.input, &subject.boundaries)?;
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let pb = progress_bar();
+    let report = check_shard(
+        subject.subject.as_ref(),
+        vs.as_ref().map(|v| v.subject.as_ref()),
+        &opts,
+        shard,
+        &tick(&pb),
+    );
+    pb.finish_and_clear();
+    let mut report = report.map_err(CliError)?;
+    dump_gen::mark_replayed_repeats(spec, &mut report);
+    emit(&report, &a.out)
+}
+
+/// `--matrix NAME`: a built-in matrix, one subject per cell setting
+/// (`subject_from_spec` under each setting's knobs).
+fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
+    let spec = a
+        .subject
+        .as_deref()
+        .ok_or_else(|| CliError("--matrix needs --subject".into()))?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let plain = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
+    drop(plain);
+    let pb = progress_bar();
+    let report = run_matrix(&jobs, &|k| subject_from_spec(spec, k), shard, &tick(&pb));
+    pb.finish_and_clear();
+    emit(&report.map_err(CliError)?, &a.out)
+}
+
+/// The check's options from the flags; `input_hint` and `boundaries` come
+/// from the subject (its input type, its M edges).
+fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
+    let (Some(k), Some(n)) = (a.k, a.n) else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
     let families: Vec<Family> = parse_list("family", &a.family)?;
     let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
-    let m_arg = a.m.as_deref().unwrap_or("edges");
-    let ms = if m_arg.trim() == "edges" {
-        edge_ms(&subject.m_boundaries())
+    let ms = if a.m.trim() == "edges" {
+        edge_ms(boundaries)
     } else {
-        m_arg
-            .split(',')
+        a.m.split(',')
             .map(|s| {
                 s.trim()
                     .parse::<usize>()
@@ -112,92 +287,17 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
             .collect::<Result<Vec<_>>>()?
     };
     let input = match &a.input {
-        Some(s) => InType::from_name(s).ok_or_else(|| {
-            CliError(format!(
-                "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
-            ))
-        })?,
-        None => subject.input().unwrap_or(InType::F32),
+        Some(s) => parse_input(s)?,
+        None => input_hint.unwrap_or(InType::F32),
     };
-    let opts = CheckOptions {
+    Ok(CheckOptions {
         families,
         ms,
-        k: a.k.unwrap_or(0),
-        n: a.n.unwrap_or(0),
+        k,
+        n,
         positions,
         seed: a.seed,
         input,
         repeats: a.repeats,
-    };
-    let tty = std::io::stderr().is_terminal();
-    let progress = |done: usize, total: usize| {
-        if tty {
-            use std::io::Write;
-            let end = if done == total { "\n" } else { "" };
-            let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
-        }
-    };
-    let report: Report = check_shard(subject.as_ref(), vs.as_deref(), &opts, shard, &progress).map_err(CliError)?;
-    finish(&a, report)
-}
-
-/// `--matrix NAME`: a built-in matrix, one subject per cell setting.
-fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
-    if a.vs.is_some() {
-        return Err(CliError(
-            "--vs (the switch family) does not combine with --matrix".into(),
-        ));
-    }
-    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
-    let plain = subject_from_spec(&a.subject, &Knobs::default()).map_err(CliError)?;
-    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
-    let tty = std::io::stderr().is_terminal();
-    let progress = |done: usize, total: usize| {
-        if tty && (done % 64 == 0 || done == total) {
-            use std::io::Write;
-            let end = if done == total { "\n" } else { "" };
-            let _ = write!(std::io::stderr().lock(), "\r{done}/{total} cells{end}");
-        }
-    };
-    let report = run_matrix(&jobs, &|k| subject_from_spec(&a.subject, k), shard, &progress).map_err(CliError)?;
-    finish(a, report)
-}
-
-/// Writes the report files, prints the summary and maps it to an outcome.
-fn finish(a: &RunArgs, report: Report) -> Result<Outcome> {
-    // write every file fully before anything is reported
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(p) = &a.json {
-        write_atomic(p, json.as_bytes())?;
-    }
-    if let Some(p) = &a.markdown {
-        write_atomic(p, report.markdown().as_bytes())?;
-    }
-    if let Some(p) = &a.junit {
-        write_atomic(p, report.junit(a.strict).as_bytes())?;
-    }
-    out!("{}", report.text());
-    match report.exit_code(a.strict) {
-        0 => Ok(Outcome::Held),
-        1 => Ok(Outcome::Failed),
-        _ if !report.summary.valid => Err(CliError(
-            "a positive control did not fail: this run cannot tell passing from failing".into(),
-        )),
-        _ => Err(CliError(format!(
-            "no cell could run: {}",
-            report
-                .cells
-                .first()
-                .and_then(|c| c.reason.as_deref())
-                .unwrap_or("no cells")
-        ))),
-    }
-}
-
-/// Writes through a temporary file in the same folder, so a failed run
-/// leaves no half-written report.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).map_err(|e| CliError(format!("{}: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| CliError(format!("{}: {e}", path.display())))
+    })
 }

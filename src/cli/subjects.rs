@@ -1,13 +1,18 @@
 //! Subject specs, parsed in one place: `KIND:ARG` -> a [`Subject`].
 //!
 //! Kinds: `model:ORDER` (the CPU model), `dispatch:FILE` (an order chosen by
-//! shape from a JSON table), `op:PRESET` (an op model, `src/op/subject.rs`).
+//! shape from a JSON table), `op:PRESET` (an op model, `src/op/subject.rs`),
+//! `exec:CMD` (an external runner, default options), `dump:DIR` (a dump
+//! folder), and the GPU kinds (`cuda:`, `cublas:`, `cublaslt:`; they say
+//! what they need when built without feature `cuda`). `bi run` passes
+//! runner options (`--timeout`, `--keep`, `--input`) to `exec:`/`dump:`
+//! itself (src/cli/bi.rs).
 //! Each arm builds its subject under the matrix cell's [`Knobs`]; a subject
 //! that cannot honour a set knob is refused with one line.
 
 use crate::op::subject::OpSubject;
 use crate::order::Order;
-use crate::subject::{Dispatch, Knobs, Model, Subject};
+use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Knobs, Model, Subject};
 use std::path::Path;
 
 /// Most bytes a dispatch table file may have.
@@ -15,11 +20,15 @@ const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// The kinds this build knows, for error messages.
 fn kinds() -> &'static str {
-    "model:ORDER, dispatch:FILE or op:PRESET"
+    "model:ORDER, dispatch:FILE, op:PRESET, exec:CMD, dump:DIR, cuda:ORDER, cublas:NAME or cublaslt:NAME"
 }
 
 /// Builds the subject named by `spec` under `knobs` (one-line errors).
 pub fn subject_from_spec(spec: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, String> {
+    if let Some(gpu) = crate::device::subject::gpu_subject_from_spec(spec) {
+        knobs.refuse_any(spec, "a GPU kernel on one device")?;
+        return gpu;
+    }
     let (kind, arg) = spec
         .split_once(':')
         .ok_or_else(|| format!("subject '{spec}': expected KIND:ARG ({})", kinds()))?;
@@ -34,8 +43,15 @@ pub fn subject_from_spec(spec: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, 
             Ok(Box::new(dispatch_table(arg)?))
         }
         "op" => Ok(Box::new(OpSubject::new(arg, knobs)?)),
-        // further kinds (external runners, dump folders, GPU kernels) are
-        // added here, each one arm
+        "exec" => {
+            knobs.refuse_any(spec, "an external runner computes whole batches on its own device")?;
+            Ok(Box::new(Exec::start(arg, ExecOptions::default())?))
+        }
+        "dump" => {
+            knobs.refuse_any(spec, "a dump folder holds one setting's outputs")?;
+            Ok(Box::new(Dump::open(arg)?))
+        }
+        // further kinds: one arm each
         _ => Err(format!("subject '{spec}': unknown kind '{kind}' ({})", kinds())),
     }
 }

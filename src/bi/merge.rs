@@ -1,0 +1,110 @@
+//! Merging shard reports into one: the report of the same check run
+//! unsharded.
+//!
+//! # Contract
+//! - Every input must agree on everything but its cells, controls, summary
+//!   and shard: schema, subject, switch partner, seed, input type, options,
+//!   case (compared as JSON, so fields added later are compared too).
+//! - Cells are unioned by id; a cell in two inputs must be identical there
+//!   (a different verdict, or different bytes, is an error naming both).
+//! - Controls are unioned by (family, subject, cell); two inputs holding the
+//!   same control must agree on it.
+//! - The result is re-summarised and in the canonical order, so it equals
+//!   the unsharded report byte for byte; its shard, if the format has one,
+//!   is null.
+
+use super::report::{Cell, Control, Report, REPORT_SCHEMA};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The fields that differ between shards of one check.
+const PER_SHARD: [&str; 4] = ["cells", "controls", "summary", "shard"];
+
+fn header(r: &Report) -> Result<serde_json::Map<String, Value>, String> {
+    match serde_json::to_value(r).map_err(|e| e.to_string())? {
+        Value::Object(mut m) => {
+            for k in PER_SHARD {
+                m.remove(k);
+            }
+            Ok(m)
+        }
+        _ => Err("a report is not a JSON object".into()),
+    }
+}
+
+/// Merges `(name, report)` pairs (names are used in messages).
+pub fn merge(inputs: &[(String, Report)]) -> Result<Report, String> {
+    let Some((first_name, first)) = inputs.first() else {
+        return Err("nothing to merge".into());
+    };
+    let head = header(first)?;
+    for (name, r) in inputs {
+        if r.schema != REPORT_SCHEMA {
+            return Err(format!("{name}: schema '{}' is not {REPORT_SCHEMA}", r.schema));
+        }
+        let h = header(r)?;
+        if h != head {
+            let key = head
+                .keys()
+                .chain(h.keys())
+                .find(|k| head.get(*k) != h.get(*k))
+                .cloned()
+                .unwrap_or_default();
+            let show = |v: Option<&Value>| v.map_or("absent".to_string(), |v| v.to_string());
+            return Err(format!(
+                "{name} and {first_name} are not shards of one check: {key} is {} there and {} here",
+                show(h.get(&key)),
+                show(head.get(&key))
+            ));
+        }
+    }
+    let mut cells: BTreeMap<String, (usize, Cell)> = BTreeMap::new();
+    let mut controls: Vec<(usize, Control)> = Vec::new();
+    for (i, (name, r)) in inputs.iter().enumerate() {
+        for c in &r.cells {
+            match cells.get(&c.id) {
+                None => {
+                    cells.insert(c.id.clone(), (i, c.clone()));
+                }
+                Some((j, old)) if old != c => {
+                    let other = &inputs[*j].0;
+                    return Err(if old.verdict != c.verdict {
+                        format!("cell {}: {} in {other}, {} in {name}", c.id, old.verdict, c.verdict)
+                    } else {
+                        format!(
+                            "cell {}: both {} but with different bytes in {other} and {name}",
+                            c.id, c.verdict
+                        )
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        for c in &r.controls {
+            match controls
+                .iter()
+                .find(|(_, o)| (o.family, &o.subject, &o.cell) == (c.family, &c.subject, &c.cell))
+            {
+                None => controls.push((i, c.clone())),
+                Some((j, o)) if o != c => {
+                    return Err(format!(
+                        "positive control {} on {}: {} in {}, {} in {name}",
+                        c.subject, c.cell, o.verdict, inputs[*j].0, c.verdict
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let mut v = serde_json::to_value(first).map_err(|e| e.to_string())?;
+    if let Value::Object(m) = &mut v {
+        if m.contains_key("shard") {
+            m.insert("shard".into(), Value::Null);
+        }
+    }
+    let mut merged: Report = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    merged.cells = cells.into_values().map(|(_, c)| c).collect();
+    merged.controls = controls.into_iter().map(|(_, c)| c).collect();
+    merged.finish();
+    Ok(merged)
+}

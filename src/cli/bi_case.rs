@@ -1,0 +1,71 @@
+//! `mxbi bi run CASE.json`: a case file (`mxbi-bi-case/1`, contract in
+//! `bi::case`) run exactly as the flag form would run it, its name and
+//! standards carried into the report. `mxbi bi schema` prints the case
+//! format's JSON Schema.
+
+use super::bi::parse_subject;
+use super::bi_report::{emit, progress_bar, tick, ReportArgs};
+use super::{CliError, Outcome, Result};
+use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
+use std::path::Path;
+
+/// A subject spec with a relative `dispatch:` path resolved against the
+/// case file's folder (a case names its table next to itself).
+fn resolve_spec(spec: &str, base: &Path) -> String {
+    match spec.split_once(':') {
+        Some(("dispatch", p)) if Path::new(p).is_relative() => {
+            format!("dispatch:{}", base.join(p).display())
+        }
+        _ => spec.to_string(),
+    }
+}
+
+/// Reads and parses a case file (size-bounded; errors name the JSON path).
+pub fn load(path: &Path) -> Result<Case> {
+    let name = path.display().to_string();
+    let len = std::fs::metadata(path)
+        .map_err(|e| CliError(format!("{name}: {e}")))?
+        .len();
+    if len > MAX_CASE_BYTES {
+        return Err(CliError(format!(
+            "{name}: {len} bytes (a case has at most {MAX_CASE_BYTES})"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("{name}: {e}")))?;
+    Case::parse(&name, &text).map_err(CliError)
+}
+
+pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
+    let name = path.display().to_string();
+    let case = load(path)?;
+    let base = path.parent().unwrap_or(Path::new(""));
+    let subject = parse_subject(&resolve_spec(&case.subject, base))?;
+    let vs = case
+        .vs
+        .as_deref()
+        .map(|s| parse_subject(&resolve_spec(s, base)))
+        .transpose()?;
+    let opts = case
+        .options(subject.input, &subject.boundaries)
+        .map_err(|e| CliError(format!("{name}: {e}")))?;
+    let pb = progress_bar();
+    let report = check(
+        subject.subject.as_ref(),
+        vs.as_ref().map(|v| v.subject.as_ref()),
+        &opts,
+        &tick(&pb),
+    );
+    pb.finish_and_clear();
+    let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
+    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
+    report.case = Some(CaseInfo {
+        name: case.name.clone(),
+        standard: case.standard.clone(),
+    });
+    emit(&report, out)
+}
+
+pub fn schema() -> Result<Outcome> {
+    out!("{}", case_schema());
+    Ok(Outcome::Held)
+}
