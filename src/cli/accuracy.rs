@@ -8,7 +8,7 @@
 //! `warn` included); 1: it fails; 2: bad input or a case that cannot be
 //! judged (one line on stderr).
 
-use super::bi::parse_subject;
+use super::bi::{parse_subject, RunnerCtx};
 use super::gemm::{load_operands, OperandArgs};
 use super::{load, CliError, Outcome, Result};
 use crate::accuracy::{golden, judge, Golden, Standard};
@@ -67,7 +67,8 @@ pub struct AccuracyArgs {
 
 /// Values of an output file as f64, decoding uint16/uint8 codes of `dtype`.
 fn values(t: &TensorData, path: &Path, dtype: DType) -> Result<Vec<f64>> {
-    let codes = |f: crate::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
+    let codes =
+        |f: crate::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
     Ok(match (t.dtype(), dtype) {
         (DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2, _) => t.to_f64_vec(),
         (DType::U16, DType::BF16 | DType::F16) => codes(golden::element_format(dtype)?, t.as_bits16()?.into_owned()),
@@ -115,8 +116,15 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
         *rtol = a.rtol;
         *atol = a.atol;
     }
+    if a.a.is_none() && (a.subject.is_some() || a.format.is_some() || a.a_scales.is_some() || a.b_scales.is_some()) {
+        return Err(CliError(
+            "--subject, --format and --a-scales/--b-scales need the inputs --a and --b".into(),
+        ));
+    }
     if a.golden.is_none() && a.a.is_none() {
-        return Err(CliError("a golden is needed: --golden FILE, or --a/--b to compute it".into()));
+        return Err(CliError(
+            "a golden is needed: --golden FILE, or --a/--b to compute it".into(),
+        ));
     }
     let ta = load(&a.actual, None)?;
     let dtype = match &a.dtype {
@@ -176,7 +184,7 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
             let g = golden::gemm(&p)?;
             let bench = match &a.subject {
                 Some(spec) => {
-                    let s = parse_subject(spec)?;
+                    let s = parse_subject(spec, &RunnerCtx::defaults())?;
                     let out = s.subject.run(&p, None)?;
                     Some(out.into_iter().map(f64::from).collect())
                 }

@@ -27,6 +27,7 @@ mod bi_case;
 mod bi_report;
 mod demo;
 mod device;
+mod explain;
 mod gemm;
 mod mx_table;
 mod op;
@@ -199,6 +200,11 @@ pub enum Command {
     /// Real-GPU suites (feature `cuda`) and replay of their captures.
     #[command(subcommand)]
     Device(device::DeviceCommand),
+    /// Name the accumulation order behind observed bytes; with --vs, where
+    /// two observations diverge and why (docs/EXPLAIN.md).
+    Explain(explain::ExplainArgs),
+    /// Recover a subject's reduction tree by probing it (docs/EXPLAIN.md).
+    Reveal(explain::RevealArgs),
     /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
     #[command(subcommand)]
     Op(op::OpCommand),
@@ -340,8 +346,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Bi(c) => return bi::run(c),
         Command::Device(c) => return device::run(c),
-        Command::Demo => return demo::run(),
         Command::Accuracy(a) => return accuracy::run(a),
+        Command::Demo => return demo::run(),
+        Command::Explain(a) => return explain::explain(a),
+        Command::Reveal(a) => return explain::reveal(a),
         _ => {}
     }
     match cli.command {
@@ -358,7 +366,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+            unreachable!("handled above")
+        }
     }?;
     Ok(Outcome::Held)
 }

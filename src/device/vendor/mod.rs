@@ -46,7 +46,7 @@ mod compare;
 mod replay;
 mod report;
 #[cfg(feature = "cuda")]
-mod run;
+pub(crate) mod run;
 
 pub use capture::*;
 pub use cases::*;
