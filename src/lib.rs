@@ -10,6 +10,8 @@
 //! | [`order`] | the accumulation-order grammar (docs/ORDERS.md), reduction trees, tree diffs |
 //! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
 //! | [`subject`] | the subject interface: anything that computes a GEMM-like op; the CPU model is the first |
+//! | [`explain`] | the explainer: the order behind observed bytes, a subject's recovered tree, divergence, exactness, fixes (docs/EXPLAIN.md) |
+//! | [`accuracy`] | accuracy verdicts: exact goldens, double-benchmark metrics and standards, ULP view, scoped tolerances (docs/ACCURACY.md) |
 //! | [`op`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
 //! | [`io`] | `.npy` / `.safetensors` tensors |
 //! | [`rng`] | the one deterministic generator of test cases |
@@ -27,9 +29,11 @@
 //! results are captured (`device::capture`) and replayed against the model
 //! on the CPU.
 
+pub mod accuracy;
 pub mod bi;
 pub mod cli;
 pub mod device;
+pub mod explain;
 pub mod format;
 pub mod gemm;
 pub mod io;

@@ -34,8 +34,9 @@ pub struct RunArgs {
     pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
     /// order chosen by shape from a JSON table), `exec:CMD` (an external
-    /// runner, protocol mxbi-exec/1) or `dump:DIR` (outputs written into a
-    /// folder from `bi gen`).
+    /// runner, protocol mxbi-exec/1), `dump:DIR` (outputs written into a
+    /// folder from `bi gen`), or with feature `cuda` `cuda:ORDER`,
+    /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
     /// A second subject for the `switch` family.
@@ -128,6 +129,17 @@ pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
 }
 
 fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+    if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(CliError)?;
+        return Ok(ParsedSubject {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: crate::device::subject::gpu_subject_from_spec(spec)
+                .expect("a GPU kind")
+                .map_err(CliError)?,
+            kept: None,
+        });
+    }
     let (kind, arg) = spec.split_once(':').ok_or_else(|| {
         CliError(format!(
             "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"

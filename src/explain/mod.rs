@@ -1,0 +1,34 @@
+//! The explainer: name the accumulation order behind observed bytes,
+//! recover a black-box subject's reduction tree, and say where two orders
+//! diverge and why (contract and examples: docs/EXPLAIN.md).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `candidates.rs` | the bounded, enumerable order families searched (incl. dispatch entries) |
+//! | `identify.rs` | passive identification: which candidates reproduce observed rows (row-only, early pruning) |
+//! | `shape.rs` | the summation-tree shape of a compiled tree (what probes can see) |
+//! | `reveal.rs` | active recovery through a [`crate::subject::Subject`]: batched FPRev-style probes |
+//! | `divergence.rs` | first differing node of two trees, its location, ULP maps, the mechanism |
+//! | `exactness.rs` | per element: does every order in a family give the same bytes, and why |
+//! | `fix.rs` | a concrete fix for a divergence |
+//! | `words.rs` | the words: every sentence the explainer prints (no decisions) |
+//!
+//! The explainer reaches kernels only through the subject interface: it
+//! never imports `device`, `op` or `cli` (tests/layering.rs).
+
+pub mod candidates;
+pub mod divergence;
+pub mod exactness;
+pub mod fix;
+pub mod identify;
+pub mod reveal;
+pub mod shape;
+mod words;
+
+pub use candidates::{Candidate, Source};
+pub use divergence::{diverge, k_profile, ulp_distance, ulp_map, ChunkUlp, Location, Mechanism, TileUlp, TreeDiff};
+pub use exactness::{analyze, ElementExactness, Reason};
+pub use fix::{suggest, Fix, Varies};
+pub use identify::{identify, Closest, IdentifyOptions, RowIdentity};
+pub use reveal::{reveal, RevealError, RevealOptions, Revealed};
+pub use shape::Shape;

@@ -1,0 +1,254 @@
+//! The summation-tree shape of a reduction tree: what probes can see.
+//!
+//! Leaves are the terms `0..K`; an internal node is one addition that
+//! rounds (an `fma` or `muladd` step, a fused multi-term sum, an add, a
+//! promotion), its children the subtrees it adds. `+0` starts, zero
+//! padding and output conversions are invisible, and a node with a single
+//! child is that child. Children are unordered: probes that count swamped
+//! terms cannot tell `a + b` from `b + a`, nor an `fma` step from a
+//! `muladd` step (identification tells those apart afterwards).
+
+use crate::order::{Node, Tree};
+
+/// A child of a shape node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Child {
+    Leaf(u32),
+    Node(usize),
+}
+
+/// An unordered tree over the leaves `0..k`; every internal node has at
+/// least two children.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Shape {
+    pub k: usize,
+    /// Internal nodes; children refer to earlier nodes.
+    pub nodes: Vec<Vec<Child>>,
+    pub root: Option<Child>,
+}
+
+impl PartialEq for Shape {
+    /// Same leaves under the same unordered structure.
+    fn eq(&self, other: &Shape) -> bool {
+        self.k == other.k && self.canonical() == other.canonical()
+    }
+}
+
+impl Shape {
+    /// The shape of a compiled tree.
+    pub fn of_tree(t: &Tree) -> Shape {
+        let mut nodes: Vec<Vec<Child>> = Vec::new();
+        let mut map: Vec<Option<Child>> = Vec::with_capacity(t.nodes.len());
+        for n in &t.nodes {
+            let mut ch: Vec<Child> = Vec::new();
+            let mut add = |c: Option<Child>| ch.extend(c);
+            match n {
+                Node::Zero => {}
+                Node::Fma { acc, k } | Node::MulAdd { acc, k } => {
+                    add(map[*acc as usize]);
+                    add(Some(Child::Leaf(*k)));
+                }
+                Node::Fused { c, ks, .. } => {
+                    add(map[*c as usize]);
+                    for k in ks.iter().flatten() {
+                        add(Some(Child::Leaf(*k)));
+                    }
+                }
+                Node::Add { a, b } => {
+                    add(map[*a as usize]);
+                    add(map[*b as usize]);
+                }
+                Node::Promote { acc, partial, .. } => {
+                    add(map[*acc as usize]);
+                    add(map[*partial as usize]);
+                }
+                Node::Convert { x, .. } => add(map[*x as usize]),
+            }
+            map.push(match ch.len() {
+                0 => None,
+                1 => Some(ch[0]),
+                _ => {
+                    nodes.push(ch);
+                    Some(Child::Node(nodes.len() - 1))
+                }
+            });
+        }
+        Shape {
+            k: t.k,
+            nodes,
+            root: map.get(t.root as usize).copied().flatten(),
+        }
+    }
+
+    /// (smallest leaf, number of leaves) of every internal node.
+    fn keys(&self) -> Vec<(u32, u32)> {
+        let mut keys: Vec<(u32, u32)> = Vec::with_capacity(self.nodes.len());
+        for ch in &self.nodes {
+            let (mut lo, mut size) = (u32::MAX, 0u32);
+            for c in ch {
+                let (l, s) = match c {
+                    Child::Leaf(k) => (*k, 1),
+                    Child::Node(i) => keys[*i],
+                };
+                lo = lo.min(l);
+                size += s;
+            }
+            keys.push((lo, size));
+        }
+        keys
+    }
+
+    /// A canonical form: every leaf and internal node, named by its
+    /// (smallest leaf, number of leaves) — unique within a tree — with its
+    /// parent's name, sorted. Equal forms, equal unordered trees.
+    pub fn canonical(&self) -> Vec<[u32; 4]> {
+        let keys = self.keys();
+        let mut v: Vec<[u32; 4]> = Vec::new();
+        for (i, ch) in self.nodes.iter().enumerate() {
+            let (pl, ps) = keys[i];
+            for c in ch {
+                let (l, s) = match c {
+                    Child::Leaf(k) => (*k, 1),
+                    Child::Node(j) => keys[*j],
+                };
+                v.push([l, s, pl, ps]);
+            }
+        }
+        if let Some(r) = self.root {
+            let (l, s) = match r {
+                Child::Leaf(k) => (k, 1),
+                Child::Node(j) => keys[j],
+            };
+            v.push([l, s, u32::MAX, 0]);
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// Leaves under each internal node, and each leaf's parent node.
+    fn parents(&self) -> (Vec<Option<usize>>, Vec<Option<usize>>, Vec<u32>) {
+        let mut leaf_parent = vec![None; self.k];
+        let mut node_parent = vec![None; self.nodes.len()];
+        for (i, ch) in self.nodes.iter().enumerate() {
+            for c in ch {
+                match c {
+                    Child::Leaf(k) => {
+                        if let Some(p) = leaf_parent.get_mut(*k as usize) {
+                            *p = Some(i);
+                        }
+                    }
+                    Child::Node(j) => node_parent[*j] = Some(i),
+                }
+            }
+        }
+        let sizes = self.keys().into_iter().map(|(_, s)| s).collect();
+        (leaf_parent, node_parent, sizes)
+    }
+
+    /// An oracle for `L(p, q)`: the number of leaves under the lowest
+    /// common ancestor of leaves p and q (what a probe measures).
+    pub fn lca_sizes(&self) -> LcaSizes {
+        let (leaf_parent, node_parent, sizes) = self.parents();
+        let mut depth = vec![0usize; self.nodes.len()];
+        for i in (0..self.nodes.len()).rev() {
+            depth[i] = node_parent[i].map_or(0, |p| depth[p] + 1);
+        }
+        LcaSizes {
+            leaf_parent,
+            node_parent,
+            sizes,
+            depth,
+        }
+    }
+
+    /// The leaves in the order they appear under the root.
+    pub fn leaves(&self) -> usize {
+        self.nodes
+            .iter()
+            .flatten()
+            .filter(|c| matches!(c, Child::Leaf(_)))
+            .count()
+            + usize::from(matches!(self.root, Some(Child::Leaf(_))))
+    }
+
+    /// One line per internal node: `n7 = sum(n3, k12, k13)`.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        for (i, ch) in self.nodes.iter().enumerate() {
+            let parts: Vec<String> = ch
+                .iter()
+                .map(|c| match c {
+                    Child::Leaf(k) => format!("k{k}"),
+                    Child::Node(j) => format!("n{j}"),
+                })
+                .collect();
+            s.push_str(&format!("n{i} = sum({})\n", parts.join(", ")));
+        }
+        match self.root {
+            Some(Child::Node(j)) => s.push_str(&format!("root = n{j}")),
+            Some(Child::Leaf(k)) => s.push_str(&format!("root = k{k}")),
+            None => s.push_str("root = +0"),
+        }
+        s
+    }
+}
+
+/// See [`Shape::lca_sizes`].
+pub struct LcaSizes {
+    leaf_parent: Vec<Option<usize>>,
+    node_parent: Vec<Option<usize>>,
+    sizes: Vec<u32>,
+    depth: Vec<usize>,
+}
+
+impl LcaSizes {
+    /// `L(p, q)`, or None when a leaf is not in the tree.
+    pub fn get(&self, p: u32, q: u32) -> Option<u32> {
+        let mut a = (*self.leaf_parent.get(p as usize)?)?;
+        let mut b = (*self.leaf_parent.get(q as usize)?)?;
+        while a != b {
+            if self.depth[a] >= self.depth[b] {
+                a = self.node_parent[a]?;
+            } else {
+                b = self.node_parent[b]?;
+            }
+        }
+        Some(self.sizes[a])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::order::Order;
+
+    fn shape(s: &str, k: usize) -> Shape {
+        Shape::of_tree(&s.parse::<Order>().unwrap().compile(k))
+    }
+
+    #[test]
+    fn numerics_are_invisible_structure_is_not() {
+        assert_eq!(shape("fma", 64), shape("muladd", 64));
+        assert_eq!(shape("fma", 64), shape("fma;out=bf16", 64));
+        assert_ne!(shape("fma", 64), shape("fma;split=2", 64));
+        // two parts summed serially or pairwise: the same tree
+        assert_eq!(shape("fma;split=2", 64), shape("fma;split=2;reduce=pairwise", 64));
+        assert_ne!(shape("fma;split=4", 64), shape("fma;split=4;reduce=pairwise", 64));
+        assert_ne!(shape("hopper-bf16", 64), shape("ampere-bf16", 64));
+        assert_eq!(shape("hopper-bf16", 64), shape("mma(k=16,f=24)", 64));
+    }
+
+    #[test]
+    fn lca_sizes_of_a_chain_and_a_split() {
+        let l = shape("fma", 8).lca_sizes();
+        assert_eq!(l.get(0, 1), Some(2));
+        assert_eq!(l.get(3, 5), Some(6));
+        let l = shape("fma;split=2", 8).lca_sizes();
+        assert_eq!(l.get(4, 5), Some(2));
+        assert_eq!(l.get(0, 5), Some(8));
+        let l = shape("hopper-bf16", 32).lca_sizes();
+        assert_eq!(l.get(0, 15), Some(16));
+        assert_eq!(l.get(16, 17), Some(32));
+    }
+}

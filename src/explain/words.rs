@@ -1,0 +1,243 @@
+//! The explainer's words: every sentence it prints, as `Display` impls of
+//! the data the other files compute. Nothing here decides anything.
+
+use super::divergence::{Location, Mechanism, TreeDiff};
+use super::exactness::Reason;
+use super::fix::{Fix, Varies};
+use super::identify::RowIdentity;
+use super::reveal::{Revealed, Scheme};
+use std::fmt;
+
+impl fmt::Display for Location {
+    /// `k=256 (part 1 of 4, k 256..511)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "k={}", self.term)?;
+        let mut bits = Vec::new();
+        if let Some((p, of)) = self.part {
+            match self.part_range {
+                Some((a, b)) => bits.push(format!("split part {p} of {of}, k {a}..{b}")),
+                None => bits.push(format!("split part {p} of {of}")),
+            }
+        }
+        if let Some((t, (a, b))) = self.tile {
+            bits.push(format!("k-tile {t}, k {a}..{b}"));
+        }
+        if let Some(l) = self.lane {
+            bits.push(format!("lane {l}"));
+        }
+        if !bits.is_empty() {
+            write!(f, " ({})", bits.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mechanism::Family { left, right } => write!(
+                f,
+                "the step arithmetic changes ({left} -> {right}): products are rounded and added differently"
+            ),
+            Mechanism::Split { left, right } => write!(
+                f,
+                "the split-K changes ({left} -> {right}): the row's K is cut into different partial sums"
+            ),
+            Mechanism::Reduce { left, right } => {
+                write!(f, "the partial sums are combined differently ({left} -> {right})")
+            }
+            Mechanism::Tiles { left, right } => write!(f, "the k-tiling changes ({left} -> {right})"),
+            Mechanism::Lanes { left, right } => write!(f, "the GEMV lanes change ({left} -> {right})"),
+            Mechanism::Promote { left, right } => write!(
+                f,
+                "the tensor-core partial is promoted to f32 at a different interval ({left} -> {right})"
+            ),
+            Mechanism::ScalePoint { left, right } => {
+                write!(f, "the MX scales are applied at a different point ({left} -> {right})")
+            }
+            Mechanism::Output { left, right } => write!(f, "the output conversion changes ({left} -> {right})"),
+        }
+    }
+}
+
+impl fmt::Display for TreeDiff {
+    /// A few lines: the verdict, the first divergent node, where, and why.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(d) = &self.divergence else {
+            return write!(
+                f,
+                "{} and {} are the same tree for K = {}",
+                self.left, self.right, self.k
+            );
+        };
+        writeln!(f, "{} vs {} (K = {}):", self.left, self.right, self.k)?;
+        writeln!(
+            f,
+            "  the first {} terms are summed identically; {}",
+            self.common_terms,
+            d.to_string().replace('\n', "\n  ")
+        )?;
+        match (&self.left_at, &self.right_at) {
+            (Some(a), Some(b)) if a == b => writeln!(f, "  at {a} on both sides")?,
+            (a, b) => {
+                if let Some(a) = a {
+                    writeln!(f, "  left continues with {a}")?;
+                }
+                if let Some(b) = b {
+                    writeln!(f, "  right continues with {b}")?;
+                }
+            }
+        }
+        for m in &self.mechanisms {
+            writeln!(f, "  mechanism: {m}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Varies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Varies::BatchSize { left, right } => write!(f, "M={left} vs M={right}"),
+            Varies::Path { left, right } => write!(f, "path {left} vs {right}"),
+            Varies::Unknown => f.write_str("two observations"),
+        }
+    }
+}
+
+impl fmt::Display for Fix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fix::SplitFromKN { order, dispatch } => write!(
+                f,
+                "choose the split from (K, N) only: run {order} for every M (dispatch table: {dispatch})"
+            ),
+            Fix::OnePath { order } => write!(f, "compute every row through one path, with {order}"),
+            Fix::PinAlgorithm { split, reduce } => write!(
+                f,
+                "cuBLASLt: pin one algorithm for every M (fixed algo id, split-K = {split}, {reduce} reduction) instead of the heuristic's per-shape choice"
+            ),
+            Fix::TritonConfig { block_k, split_k } => match block_k {
+                Some(b) => write!(f, "Triton: BLOCK_K = {b} and SPLIT_K = {split_k} for every M (no autotune key on M)"),
+                None => write!(f, "Triton: SPLIT_K = {split_k} and one BLOCK_K for every M (no autotune key on M)"),
+            },
+            Fix::SameNumerics { order } => write!(
+                f,
+                "use the same step arithmetic, scale point and output conversion on both sides ({order})"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::ExactSums { grain, bits, capacity } => write!(
+                f,
+                "all partial sums exact: every product is a multiple of 2^{grain} and they sum below 2^{} ({bits} bits, the accumulators keep {capacity})",
+                grain + *bits as i32
+            ),
+            Reason::AtMostTwoTerms { nonzero } => write!(
+                f,
+                "a {nonzero}-term sum of exact products: every order rounds the same sum once"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for RowIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.matches.first(), &self.closest) {
+            (Some(o), _) => {
+                write!(f, "row {}: {o}", self.row)?;
+                let others: Vec<String> = self.matches[1..].iter().map(|o| o.to_string()).collect();
+                if !others.is_empty() {
+                    write!(f, " (also reproduced by: {})", others.join(", "))?;
+                }
+                Ok(())
+            }
+            (None, Some(c)) => write!(
+                f,
+                "row {}: no order in the family reproduces it ({} candidates); the closest, {}, differs in {} elements ({} bytes), at most {} ulp",
+                self.row,
+                self.evaluated,
+                c.order,
+                c.elements_differ,
+                c.bytes_differ,
+                if c.max_ulp == u64::MAX {
+                    "NaN".to_string()
+                } else {
+                    c.max_ulp.to_string()
+                }
+            ),
+            (None, None) => write!(f, "row {}: no candidate could run these inputs", self.row),
+        }
+    }
+}
+
+impl fmt::Display for Revealed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = match self.scheme {
+            Scheme::RowsColumns => "rows x columns",
+            Scheme::Diagonal => "diagonal",
+        };
+        writeln!(
+            f,
+            "revealed at M={} K={} N={} ({} inputs): {} launches, {} probe answers ({scheme} probes, {} units counted per probe)",
+            self.m,
+            self.k,
+            self.n,
+            self.input.name(),
+            self.launches,
+            self.probes,
+            self.window
+        )?;
+        if self.disagreement_count == 0 {
+            writeln!(
+                f,
+                "every probe answer ({}) agrees with one tree: the positions of a launch share it",
+                self.checked
+            )?;
+        } else {
+            writeln!(
+                f,
+                "{} of {} probe answers contradict the recovered tree: the kernel does not reduce every position of a launch the same way",
+                self.disagreement_count, self.checked
+            )?;
+            for d in &self.disagreements {
+                writeln!(
+                    f,
+                    "  launch {} C[{}, {}]: probe (k={}, k={}) measured {} terms under the ancestor, the tree says {}",
+                    d.launch, d.row, d.col, d.p, d.q, d.measured, d.expected
+                )?;
+            }
+        }
+        match &self.order {
+            Some(o) => {
+                writeln!(
+                    f,
+                    "order: {o} (tree and bytes: {} elements of random inputs reproduced)",
+                    self.verified_elements
+                )?;
+                if !self.equivalent.is_empty() {
+                    let e: Vec<String> = self.equivalent.iter().map(|o| o.to_string()).collect();
+                    writeln!(f, "equivalent on those inputs: {}", e.join(", "))?;
+                }
+                Ok(())
+            }
+            None => {
+                if self.shape_matches.is_empty() {
+                    writeln!(f, "no order of the family has this tree; the recovered tree:")?;
+                } else {
+                    let e: Vec<String> = self.shape_matches.iter().take(8).map(|o| o.to_string()).collect();
+                    writeln!(
+                        f,
+                        "the tree is that of {} but none of them reproduces the bytes (the step arithmetic is not in the family); the recovered tree:",
+                        e.join(", ")
+                    )?;
+                }
+                write!(f, "{}", self.shape.listing())
+            }
+        }
+    }
+}

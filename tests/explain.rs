@@ -1,0 +1,437 @@
+//! The explainer (docs/EXPLAIN.md): reveal recovers every order family of
+//! the model exactly (recovered tree == compiled tree), identification
+//! finds planted orders and says so when nothing reproduces a row, the
+//! divergence of a known pair is located, and exactness explains an
+//! identity-scale pass against a K-varying-scale failure.
+
+use mxbi::explain::candidates::{self, Inputs};
+use mxbi::explain::{self, Fix, IdentifyOptions, Mechanism, Reason, RevealOptions, Varies};
+use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::mx::MxFormat;
+use mxbi::order::{InType, Order};
+use mxbi::rng::SplitMix64;
+use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
+
+fn order(s: &str) -> Order {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn opts(m: usize, k: usize, n: usize, input: InType) -> RevealOptions {
+    RevealOptions {
+        m,
+        k,
+        n,
+        input,
+        seed: 7,
+        verify_rows: 4,
+    }
+}
+
+/// Reveals `spec` on the model and checks the recovered order's tree.
+fn reveals_exactly(spec: &str, o: RevealOptions) -> explain::Revealed {
+    let want = order(spec);
+    let r = explain::reveal(&Model::new(want), o).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_eq!(r.disagreement_count, 0, "{spec}: {r}");
+    let got = r.order.unwrap_or_else(|| panic!("{spec}: no order recovered:\n{r}"));
+    if got.compile(o.k) != want.compile(o.k) {
+        // only a known identity: promotion without block scales,
+        // fma(1, p, acc) = RN(acc + p), is the serial sum of the blocks
+        assert!(
+            want.promote.is_some() && r.equivalent.contains(&want),
+            "{spec}: recovered {got}\n{r}"
+        );
+        return r;
+    }
+    assert_eq!(got.compile(o.k), want.compile(o.k), "{spec}: recovered {got}\n{r}");
+    // the shape alone is the compiled tree's shape
+    assert!(r.shape == explain::Shape::of_tree(&want.compile(o.k)), "{spec}");
+    r
+}
+
+#[test]
+fn reveal_recovers_every_f32_family() {
+    for spec in [
+        "fma",
+        "muladd",
+        "fma;split=4",
+        "fma;split=3;reduce=pairwise",
+        "muladd;split=6;reduce=pairwise",
+        "fma;ktile=32;tile=fresh",
+        "fma;ktile=16;tile=fresh;reduce=pairwise",
+        "fma;ktile=16;split=4/interleave",
+        "muladd;ktile=8;split=2/interleave;reduce=pairwise",
+        "fma;ktile=16;tile=fresh;split=2",
+        "fma;lanes=8",
+        "muladd;lanes=16;reduce=serial",
+        "fma;lanes=4;reduce=pairwise",
+        "fma;out=bf16",
+        "fma;split=4;out=f16",
+    ] {
+        let r = reveals_exactly(spec, opts(8, 128, 64, InType::F32));
+        assert_eq!(r.scheme, explain::reveal::Scheme::RowsColumns, "{spec}");
+    }
+}
+
+#[test]
+fn reveal_recovers_tensor_core_families() {
+    for (spec, t, k) in [
+        ("hopper-bf16", InType::Bf16, 128),
+        ("ampere-bf16", InType::Bf16, 128),
+        ("hopper-bf16;split=2;reduce=pairwise", InType::Bf16, 128),
+        ("hopper-bf16;out=bf16", InType::Bf16, 128),
+        ("hopper-f16", InType::F16, 64),
+        ("hopper-fp8-wgmma", InType::E4M3, 128),
+        ("hopper-fp8-mma-sync", InType::E4M3, 128),
+        ("ada-fp8", InType::E4M3, 128),
+        ("deepgemm-fp8", InType::E4M3, 256),
+    ] {
+        reveals_exactly(spec, opts(16, k, 32, t));
+    }
+}
+
+/// An output too narrow to count K units: windowed probes.
+#[test]
+fn reveal_counts_in_windows_when_the_output_rounds() {
+    let r = reveals_exactly("fma;split=2;out=bf16", opts(32, 320, 32, InType::F32));
+    assert_eq!(r.window, 256);
+    assert_eq!(r.scheme, explain::reveal::Scheme::Diagonal);
+}
+
+/// Many probes per launch: far fewer launches than FPRev's one per probe.
+#[test]
+fn reveal_packs_probes_into_launches() {
+    let r = reveals_exactly("fma", opts(64, 512, 512, InType::F32));
+    // one calibration, one launch answers all 511 probes, one verification
+    assert_eq!(r.launches, 3, "{r}");
+    assert!(r.probes >= 511);
+}
+
+/// A subject whose right half of columns is reduced differently: the
+/// probes sharing a launch do not share a tree, and reveal says so.
+struct TwoTrees(Order, Order);
+
+impl Subject for TwoTrees {
+    fn name(&self) -> String {
+        "two-trees".into()
+    }
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let l = gemm(&self.0, p, rows).unwrap();
+        let r = gemm(&self.1, p, rows).unwrap();
+        let n = p.n;
+        Ok(l.iter()
+            .zip(&r)
+            .enumerate()
+            .map(|(i, (x, y))| if i % n < n / 2 { *x } else { *y })
+            .collect())
+    }
+}
+
+#[test]
+fn reveal_says_when_positions_do_not_share_a_tree() {
+    let s = TwoTrees(order("fma"), order("fma;split=2"));
+    match explain::reveal(&s, opts(4, 64, 128, InType::F32)) {
+        Ok(r) => {
+            assert!(r.disagreement_count > 0, "{r}");
+            assert!(r.to_string().contains("contradict the recovered tree"), "{r}");
+        }
+        Err(e) => assert!(matches!(e, explain::RevealError::Inconsistent(_)), "{e}"),
+    }
+    // the control: the same subject with one tree on both halves agrees
+    let same = TwoTrees(order("fma;split=2"), order("fma;split=2"));
+    let r = explain::reveal(&same, opts(4, 64, 128, InType::F32)).unwrap();
+    assert_eq!(r.disagreement_count, 0);
+    assert_eq!(r.order, Some(order("fma;split=2")));
+}
+
+/// A subject that is not a sum of its products: reveal refuses it.
+struct NotASum;
+
+impl Subject for NotASum {
+    fn name(&self) -> String {
+        "not-a-sum".into()
+    }
+    fn run(&self, p: &Problem, _rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        Ok(vec![0.5; p.m * p.n])
+    }
+}
+
+#[test]
+fn reveal_refuses_a_subject_that_does_not_sum() {
+    let e = explain::reveal(&NotASum, opts(4, 64, 16, InType::F32)).unwrap_err();
+    assert!(e.to_string().contains("does not return sums"), "{e}");
+}
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut r = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| {
+            let e = r.range_i64(-6, 6) as i32;
+            let m = 1.0 + (r.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+            if r.next_u32() & 1 == 1 {
+                -m * 2f32.powi(e)
+            } else {
+                m * 2f32.powi(e)
+            }
+        })
+        .collect()
+}
+
+fn problem<'a>(a: &'a [f32], b: &'a [f32], m: usize, k: usize, n: usize) -> Problem<'a> {
+    Problem {
+        a: Matrix::F32(a),
+        b: Matrix::F32(b),
+        m,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    }
+}
+
+#[test]
+fn identify_finds_planted_orders_and_says_when_none_fits() {
+    let (m, k, n) = (3, 512, 48);
+    let a = random_f32(m * k, 1);
+    let b = random_f32(k * n, 2);
+    let p = problem(&a, &b, m, k, n);
+    let fam = candidates::family(Inputs::of(&p), k);
+    for spec in [
+        "fma",
+        "muladd;split=7;reduce=pairwise",
+        "fma;ktile=64;split=4/interleave",
+        "fma;lanes=32;out=bf16",
+    ] {
+        let c = gemm(&order(spec), &p, None).unwrap();
+        let ids = explain::identify(
+            &p,
+            &[0, 2],
+            &[&c[..n], &c[2 * n..]].concat(),
+            &fam,
+            IdentifyOptions::default(),
+        )
+        .unwrap();
+        for id in &ids {
+            // a bf16 output rounds many orders to the same bytes: the
+            // planted one is among them
+            if spec.ends_with("out=bf16") {
+                assert!(
+                    id.matches.contains(&order(spec)) && id.matches.len() > 1,
+                    "{spec}: {id}"
+                );
+            } else {
+                assert_eq!(id.matches, vec![order(spec)], "{spec}: {id}");
+            }
+            assert!(id.closest.is_none());
+        }
+    }
+    // a foreign row: the chain over k descending, which no order spells
+    let foreign: Vec<f32> = (0..n)
+        .map(|j| (0..k).rev().fold(0f32, |acc, kk| a[kk].mul_add(b[kk * n + j], acc)))
+        .collect();
+    let id = &explain::identify(&p, &[0], &foreign, &fam, IdentifyOptions::default()).unwrap()[0];
+    assert!(id.matches.is_empty(), "{id}");
+    let c = id.closest.as_ref().unwrap();
+    assert!(c.elements_differ > 0 && c.max_ulp > 0);
+    assert!(id.to_string().contains("no order in the family reproduces it"), "{id}");
+    // a zero that can fail: one flipped low bit of a planted row is caught,
+    // and the closest order is the planted one, one element and one ulp away
+    let mut c = gemm(&order("fma;split=4"), &p, Some(&[1])).unwrap();
+    c[5] = f32::from_bits(c[5].to_bits() ^ 1);
+    let id = &explain::identify(&p, &[1], &c, &fam, IdentifyOptions::default()).unwrap()[0];
+    assert!(id.matches.is_empty(), "{id}");
+    let cl = id.closest.as_ref().unwrap();
+    assert_eq!(
+        (cl.order, cl.elements_differ, cl.max_ulp),
+        (order("fma;split=4"), 1, 1),
+        "{id}"
+    );
+}
+
+#[test]
+fn identify_finds_dispatch_entries_and_mx_scale_points() {
+    // MX inputs: the scale point is identified
+    let (m, k, n) = (2, 256, 16);
+    let mut r = SplitMix64::new(9);
+    let codes = |len: usize, r: &mut SplitMix64| -> Vec<u8> {
+        (0..len)
+            .map(|_| (r.next_u32() % 0x7E) as u8 | ((r.next_u32() & 1) << 7) as u8)
+            .collect()
+    };
+    let ca = codes(m * k, &mut r);
+    let cb = codes(k * n, &mut r);
+    let sa: Vec<u8> = (0..m * k / 32).map(|_| 120 + (r.next_u32() % 12) as u8).collect();
+    let sb: Vec<u8> = (0..k / 32 * n).map(|_| 120 + (r.next_u32() % 12) as u8).collect();
+    let f = MxFormat::Fp8E4M3;
+    let p = Problem {
+        a: Matrix::Mx {
+            codes: &ca,
+            scales: &sa,
+            format: f,
+        },
+        b: Matrix::Mx {
+            codes: &cb,
+            scales: &sb,
+            format: f,
+        },
+        m,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    };
+    let fam = candidates::with_dispatch(Inputs::Mx, k, &[order("fma;split=2;scale=block")]);
+    for spec in [
+        "fma;scale=block",
+        "fma;split=2;scale=block",
+        "fma",
+        "blackwell-mxf8f6f4",
+    ] {
+        let c = gemm(&order(spec), &p, Some(&[1])).unwrap();
+        let id = &explain::identify(&p, &[1], &c, &fam, IdentifyOptions::default()).unwrap()[0];
+        assert_eq!(id.order(), Some(order(spec)), "{spec}: {id}");
+    }
+}
+
+#[test]
+fn divergence_of_a_split_that_changes_with_m() {
+    // a dispatch that runs one FMA chain at M = 1 and split-K = 4 from M = 2
+    let d = Dispatch::parse(
+        "t.json",
+        r#"{"dispatch": [{"m_max": 1, "order": "fma"}, {"order": "fma;split=4"}]}"#,
+    )
+    .unwrap();
+    let (k, n) = (1024, 64);
+    let a = random_f32(2 * k, 3);
+    let b = random_f32(k * n, 4);
+    let one = d.run(&problem(&a[..k], &b, 1, k, n), None).unwrap();
+    let two = d.run(&problem(&a, &b, 2, k, n), Some(&[0])).unwrap();
+    let p1 = problem(&a[..k], &b, 1, k, n);
+    let fam = candidates::family(Inputs::of(&p1), k);
+    let left = explain::identify(&p1, &[0], &one, &fam, IdentifyOptions::default()).unwrap()[0]
+        .order()
+        .unwrap();
+    let right = explain::identify(&p1, &[0], &two, &fam, IdentifyOptions::default()).unwrap()[0]
+        .order()
+        .unwrap();
+    assert_eq!((left, right), (order("fma"), order("fma;split=4")));
+    let diff = explain::diverge(&left, &right, k, false);
+    let dv = diff.divergence.as_ref().unwrap();
+    assert_eq!(dv.node, 257);
+    assert_eq!(diff.common_terms, 256);
+    let at = diff.right_at.as_ref().unwrap();
+    assert_eq!((at.term, at.part, at.part_range), (256, Some((1, 4)), Some((256, 511))));
+    assert!(matches!(diff.mechanisms[..], [Mechanism::Split { .. }]));
+    let text = diff.to_string();
+    assert!(text.contains("split part 1 of 4, k 256..511"), "{text}");
+    // the ULP map: the rows differ, tile by tile
+    let map = explain::ulp_map(&one, &two, 16);
+    assert_eq!(map.len(), 4);
+    assert!(map.iter().map(|t| t.differ).sum::<usize>() > 0);
+    // along K: identical while only the first part's terms are present
+    let prof = explain::k_profile(&p1, 0, &left, &right, 128).unwrap();
+    assert_eq!(prof[0].k_end, 128);
+    assert!(
+        prof.iter().take_while(|c| c.k_end <= 256).all(|c| c.differ == 0),
+        "{prof:?}"
+    );
+    assert!(prof.iter().any(|c| c.differ > 0), "{prof:?}");
+    // the fix: one split plan for every M
+    let fixes = explain::suggest(&diff, &Varies::BatchSize { left: 1, right: 2 });
+    assert!(matches!(&fixes[0], Fix::SplitFromKN { order, .. } if *order == right));
+    assert!(fixes[0].to_string().contains("fma;split=4"));
+}
+
+/// MX codes in [1/2, 4) (e4m3), with scales from `scale(block, row_or_col)`.
+fn mx_problem(m: usize, k: usize, n: usize, varying: bool) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+    let f = mxbi::format::Format::E4M3;
+    let mut r = SplitMix64::new(11);
+    let code = |r: &mut SplitMix64| loop {
+        let c = (r.next_u32() & 0xFF) as u8;
+        let v = f.decode_f32(c as u16).abs();
+        if (0.5..4.0).contains(&v) {
+            return c;
+        }
+    };
+    let ca: Vec<u8> = (0..m * k).map(|_| code(&mut r)).collect();
+    let cb: Vec<u8> = (0..k * n).map(|_| code(&mut r)).collect();
+    let kb = k / 32;
+    let scale = |r: &mut SplitMix64| if varying { (127 + r.range_i64(-6, 2)) as u8 } else { 127 };
+    let sa: Vec<u8> = (0..m * kb).map(|_| scale(&mut r)).collect();
+    let sb: Vec<u8> = (0..kb * n).map(|_| scale(&mut r)).collect();
+    (ca, sa, cb, sb)
+}
+
+#[test]
+fn exactness_explains_identity_pass_and_k_varying_fail() {
+    let (m, k, n) = (1, 128, 16);
+    let family: Vec<Order> = [
+        "fma",
+        "muladd",
+        "fma;split=4",
+        "fma;split=4;reduce=pairwise",
+        "fma;lanes=8",
+        "fma;scale=block",
+        "muladd;scale=block;split=2",
+    ]
+    .iter()
+    .map(|s| order(s))
+    .collect();
+    let mut verdicts = Vec::new();
+    for varying in [false, true] {
+        let (ca, sa, cb, sb) = mx_problem(m, k, n, varying);
+        let f = MxFormat::Fp8E4M3;
+        let p = Problem {
+            a: Matrix::Mx {
+                codes: &ca,
+                scales: &sa,
+                format: f,
+            },
+            b: Matrix::Mx {
+                codes: &cb,
+                scales: &sb,
+                format: f,
+            },
+            m,
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        };
+        let e = explain::analyze(&p, &[0], &family).unwrap();
+        // a proof never contradicts the measurement
+        assert!(e.iter().all(|x| x.reason.is_none() || x.same_bytes), "{e:?}");
+        verdicts.push(e);
+    }
+    // identity scales: every element proven order-independent (all partial sums exact)
+    assert!(verdicts[0]
+        .iter()
+        .all(|x| x.same_bytes && matches!(x.reason, Some(Reason::ExactSums { .. }))));
+    // K-varying scales: the same codes lose the proof, and the orders
+    // disagree (a witness pair of orders with different bytes)
+    let unproven = verdicts[1].iter().filter(|x| x.reason.is_none()).count();
+    let witnessed = verdicts[1].iter().filter(|x| x.witness.is_some()).count();
+    assert!(
+        unproven > 0 && witnessed > 0,
+        "{unproven} unproven, {witnessed} witnessed"
+    );
+    assert!(verdicts[1].iter().all(|x| x.witness.is_none() || x.reason.is_none()));
+}
+
+#[test]
+fn exactness_two_terms() {
+    let (m, k, n) = (1, 64, 1);
+    let mut a = vec![0f32; k];
+    let mut b = vec![0f32; k];
+    a[3] = 1.5;
+    b[3] = 3.0;
+    a[40] = 2f32.powi(-20);
+    b[40] = 1.25;
+    let p = problem(&a, &b, m, k, n);
+    let fam: Vec<Order> = ["fma", "muladd", "fma;split=8;reduce=pairwise"]
+        .iter()
+        .map(|s| order(s))
+        .collect();
+    let e = explain::analyze(&p, &[0], &fam).unwrap();
+    assert!(
+        matches!(e[0].reason, Some(Reason::AtMostTwoTerms { nonzero: 2 })),
+        "{e:?}"
+    );
+    assert!(e[0].same_bytes);
+}
