@@ -58,8 +58,20 @@ fn explain_names_orders_and_their_divergence() {
     save(&t.join("c2.npy"), vec![m, n], &c_of("fma;split=4", &a, &b, m, k, n));
     let p = |f: &str| t.join(f).display().to_string();
     let o = mxbi(&[
-        "explain", "--a", &p("a.npy"), "--b", &p("b.npy"), "--observed", &p("c1.npy"), "--vs", &p("c2.npy"), "--rows", "1",
-        "--varies", "m=1,2", "--json",
+        "explain",
+        "--a",
+        &p("a.npy"),
+        "--b",
+        &p("b.npy"),
+        "--observed",
+        &p("c1.npy"),
+        "--vs",
+        &p("c2.npy"),
+        "--rows",
+        "1",
+        "--varies",
+        "m=1,2",
+        "--json",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -68,29 +80,86 @@ fn explain_names_orders_and_their_divergence() {
     assert_eq!(row["observed"]["order"], "fma");
     assert_eq!(row["vs"]["order"], "fma;split=4");
     assert_eq!(row["divergence"]["first_node"]["node"], 257);
-    assert_eq!(row["divergence"]["right_at"]["part_range"], serde_json::json!([256, 511]));
-    assert!(row["divergence"]["fixes"][0]["words"].as_str().unwrap().contains("(K, N) only"));
+    assert_eq!(
+        row["divergence"]["right_at"]["part_range"],
+        serde_json::json!([256, 511])
+    );
+    assert!(row["divergence"]["fixes"][0]["words"]
+        .as_str()
+        .unwrap()
+        .contains("(K, N) only"));
     // the text form
-    let o = mxbi(&["explain", "--a", &p("a.npy"), "--b", &p("b.npy"), "--observed", &p("c1.npy"), "--vs", &p("c2.npy"), "--rows", "0"]);
+    let o = mxbi(&[
+        "explain",
+        "--a",
+        &p("a.npy"),
+        "--b",
+        &p("b.npy"),
+        "--observed",
+        &p("c1.npy"),
+        "--vs",
+        &p("c2.npy"),
+        "--rows",
+        "0",
+    ]);
     let s = stdout(&o);
-    assert!(s.contains("observed row 0: fma") && s.contains("split part 1 of 4, k 256..511"), "{s}");
+    assert!(
+        s.contains("observed row 0: fma") && s.contains("split part 1 of 4, k 256..511"),
+        "{s}"
+    );
     // a row no order reproduces: exit 1, the closest named
     let mut c = c_of("fma", &a, &b, m, k, n);
     c[3] = f32::from_bits(c[3].to_bits() ^ 4);
     save(&t.join("c3.npy"), vec![m, n], &c);
-    let o = mxbi(&["explain", "--a", &p("a.npy"), "--b", &p("b.npy"), "--observed", &p("c3.npy"), "--rows", "0"]);
+    let o = mxbi(&[
+        "explain",
+        "--a",
+        &p("a.npy"),
+        "--b",
+        &p("b.npy"),
+        "--observed",
+        &p("c3.npy"),
+        "--rows",
+        "0",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains("the closest, fma, differs in 1 elements"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("the closest, fma, differs in 1 elements"),
+        "{}",
+        stdout(&o)
+    );
     // bad input: one line, exit 2
-    let o = mxbi(&["explain", "--a", &p("a.npy"), "--b", &p("b.npy"), "--observed", &p("a.npy")]);
+    let o = mxbi(&[
+        "explain",
+        "--a",
+        &p("a.npy"),
+        "--b",
+        &p("b.npy"),
+        "--observed",
+        &p("a.npy"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("expected the output shape [2, 32]") && e.trim().lines().count() == 1, "{e}");
+    assert!(
+        e.contains("expected the output shape [2, 32]") && e.trim().lines().count() == 1,
+        "{e}"
+    );
 }
 
 #[test]
 fn reveal_a_model_subject() {
-    let o = mxbi(&["reveal", "--subject", "model:fma;lanes=8", "--m", "4", "--k", "64", "--n", "64", "--json"]);
+    let o = mxbi(&[
+        "reveal",
+        "--subject",
+        "model:fma;lanes=8",
+        "--m",
+        "4",
+        "--k",
+        "64",
+        "--n",
+        "64",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["order"], "fma;lanes=8");

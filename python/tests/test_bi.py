@@ -57,8 +57,10 @@ def test_a_split_k_by_m_kernel_fails_batch_exactly_where_its_split_changes():
     text = str(report)
     assert "BI_FAIL  batch/m=5/k=96/n=6/row=0" in text
     assert text.endswith(report.summary_line() + "\n")
-    assert "| `batch/m=5/k=96/n=6/row=0` | BI_FAIL |" in report.markdown()
+    md = report.markdown()  # the verdict table of every cell
+    assert md.startswith("# Batch invariance: `python:split_k_by_m`") and md.count("BI_FAIL") >= 3
     assert 'type="BI_FAIL"' in report.junit()
+    assert report.svg().startswith("<svg") and report.ms == MS
 
 
 def test_the_same_bytes_through_python_and_the_cli(tmp_path):
@@ -75,7 +77,7 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     assert p.returncode == 1, p.stderr
     cli = (tmp_path / "r.json").read_text()
     py = mxbi.bi.check(split_k_by_m, families=["batch", "position", "content"], k=K, n=N, m=MS)
-    assert json.dumps(renamed(py, "dispatch:t.json"), indent=2) == cli
+    assert json.dumps(renamed(py, "dispatch:t.json"), indent=2) + "\n" == cli
     assert py.exit_code == p.returncode
 
     spec = "model:fma;split=4"
@@ -84,6 +86,14 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     r = mxbi.bi.check(spec, families="batch,permutation,repeat", k=64, n=8, m=[1, 5, 9], rows=[0, "last"], seed=7)
     assert r.to_json() == (tmp_path / "m.json").read_text()
     assert str(r) == p.stdout and r.exit_code == p.returncode == 0
+
+
+def test_edges_around_declared_boundaries():
+    r = mxbi.bi.check(split_k_by_m, families=["batch"], k=16, n=2, boundaries=[4])
+    assert r.ms == [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513]
+    assert {c.m for c in r.cells if c.verdict == "BI_FAIL"} == {m for m in r.ms if m > 4}
+    with pytest.raises(mxbi.MxbiError, match="boundaries: only for a callable"):
+        mxbi.bi.check("model:fma", families=["batch"], k=16, n=2, boundaries=[4])
 
 
 def test_a_kernel_reading_other_rows_fails_content():

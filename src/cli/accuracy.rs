@@ -8,7 +8,7 @@
 //! `warn` included); 1: it fails; 2: bad input or a case that cannot be
 //! judged (one line on stderr).
 
-use super::bi::{parse_subject, RunnerCtx};
+use super::bi::parse_subject;
 use super::gemm::{load_operands, OperandArgs};
 use super::{load, CliError, Outcome, Result};
 use crate::accuracy::{golden, judge, Golden, Standard};
@@ -184,7 +184,7 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
             let g = golden::gemm(&p)?;
             let bench = match &a.subject {
                 Some(spec) => {
-                    let s = parse_subject(spec, &RunnerCtx::defaults())?;
+                    let s = parse_subject(spec)?;
                     let out = s.subject.run(&p, None)?;
                     Some(out.into_iter().map(f64::from).collect())
                 }

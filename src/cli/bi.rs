@@ -10,20 +10,20 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod dump_gen;
+pub(super) mod dump_gen;
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
     /// Run a subject through variant families; one verdict per cell.
     Run(RunArgs),
-    /// Write every job a check would ask of its subject to a dump folder
-    /// (inputs + manifest), for any runner to answer offline; then
-    /// `bi run --subject dump:DIR` with the same options.
-    Gen(dump_gen::GenArgs),
     /// Merge shard reports of one check into the unsharded report.
     Merge(MergeArgs),
     /// Print the JSON Schema of the case format (mxbi-bi-case/1).
     Schema,
+    /// Write every job a check would ask of its subject to a dump folder
+    /// (inputs + manifest), for any runner to answer offline; then
+    /// `bi run --subject dump:DIR` with the same options.
+    Gen(dump_gen::GenArgs),
 }
 
 #[derive(Args, Debug)]
@@ -67,14 +67,14 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    #[command(flatten)]
-    pub out: ReportArgs,
     /// exec: subjects: seconds a runner may take to greet and per job.
     #[arg(long, default_value_t = 120.0)]
     pub timeout: f64,
     /// exec: subjects: keep the job files (the folder is printed).
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub out: ReportArgs,
 }
 
 /// Most bytes a dispatch table file may have.
@@ -92,22 +92,15 @@ pub(super) struct ParsedSubject {
 }
 
 /// What runner subjects (`exec:`, `dump:`) take from the command line.
-pub(super) struct RunnerCtx {
+#[derive(Default)]
+struct RunnerCtx {
     input: Option<InType>,
+    /// Seconds (0: the default, 120).
     timeout: f64,
     keep: bool,
 }
 
 impl RunnerCtx {
-    /// No input type given, the default timeout, job files removed.
-    pub(super) fn defaults() -> RunnerCtx {
-        RunnerCtx {
-            input: None,
-            timeout: 120.0,
-            keep: false,
-        }
-    }
-
     fn of(a: &RunArgs) -> Result<RunnerCtx> {
         if !(a.timeout > 0.0 && a.timeout <= 86_400.0) {
             return Err(CliError(format!(
@@ -123,7 +116,7 @@ impl RunnerCtx {
     }
 }
 
-pub(super) fn parse_input(s: &str) -> Result<InType> {
+fn parse_input(s: &str) -> Result<InType> {
     InType::from_name(s).ok_or_else(|| {
         CliError(format!(
             "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
@@ -131,7 +124,11 @@ pub(super) fn parse_input(s: &str) -> Result<InType> {
     })
 }
 
-pub(super) fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
+    parse_subject_with(spec, &RunnerCtx::default())
+}
+
+fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
     if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
         let parsed = gpu.map_err(CliError)?;
         return Ok(ParsedSubject {
@@ -180,11 +177,14 @@ pub(super) fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject
             })
         }
         "exec" => {
-            let opts = ExecOptions {
-                timeout: Duration::from_secs_f64(ctx.timeout),
+            let mut opts = ExecOptions {
                 keep: ctx.keep,
                 input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
             };
+            if ctx.timeout > 0.0 {
+                opts.timeout = Duration::from_secs_f64(ctx.timeout);
+            }
             let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
             Ok(ParsedSubject {
                 kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
@@ -210,7 +210,7 @@ pub(super) fn parse_subject(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject
             })
         }
         _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD, dump:DIR, cuda:ORDER, cublas:CASE or cublaslt:CASE)"
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
         ))),
     }
 }
@@ -228,20 +228,21 @@ pub fn run(c: BiCommand) -> Result<Outcome> {
             Some(case) => super::bi_case::run_case(case, &a.out),
             None => run_check(a),
         },
-        BiCommand::Gen(a) => dump_gen::gen(a),
         BiCommand::Merge(a) => super::bi_report::merge_reports(a),
         BiCommand::Schema => super::bi_case::schema(),
+        BiCommand::Gen(a) => dump_gen::gen(a),
     }
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
-    let spec = a
-        .subject
-        .as_deref()
-        .ok_or_else(|| CliError("--subject, --k and --n are required without a case file".into()))?;
+    let Some(spec) = &a.subject else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
     let ctx = RunnerCtx::of(&a)?;
-    let subject = parse_subject(spec, &ctx)?;
-    let vs = a.vs.as_deref().map(|s| parse_subject(s, &ctx)).transpose()?;
+    let subject = parse_subject_with(spec, &ctx)?;
+    let vs = a.vs.as_deref().map(|s| parse_subject_with(s, &ctx)).transpose()?;
     for kept in [Some(&subject), vs.as_ref()]
         .into_iter()
         .flatten()
@@ -258,17 +259,13 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         &tick(&pb),
     );
     pb.finish_and_clear();
-    let report = report.map_err(CliError)?;
-    let report = if spec.starts_with("dump:") {
-        dump_gen::mark_replayed_repeats(report, &opts)
-    } else {
-        report
-    };
+    let mut report = report.map_err(CliError)?;
+    dump_gen::mark_replayed_repeats(spec, &mut report);
     emit(&report, &a.out)
 }
 
-/// The check's options from the command line; `input_hint` and
-/// `boundaries` come from the subject (its input type, its M edges).
+/// The check's options from the flags; `input_hint` and `boundaries` come
+/// from the subject (its input type, its M edges).
 fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
     let (Some(k), Some(n)) = (a.k, a.n) else {
         return Err(CliError(

@@ -3,7 +3,7 @@
 //! standards carried into the report. `mxbi bi schema` prints the case
 //! format's JSON Schema.
 
-use super::bi::{parse_subject, RunnerCtx};
+use super::bi::parse_subject;
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
 use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
@@ -39,11 +39,11 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
     let base = path.parent().unwrap_or(Path::new(""));
-    let subject = parse_subject(&resolve_spec(&case.subject, base), &RunnerCtx::defaults())?;
+    let subject = parse_subject(&resolve_spec(&case.subject, base))?;
     let vs = case
         .vs
         .as_deref()
-        .map(|s| parse_subject(&resolve_spec(s, base), &RunnerCtx::defaults()))
+        .map(|s| parse_subject(&resolve_spec(s, base)))
         .transpose()?;
     let opts = case
         .options(subject.input, &subject.boundaries)
@@ -57,6 +57,7 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
+    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
     report.case = Some(CaseInfo {
         name: case.name.clone(),
         standard: case.standard.clone(),

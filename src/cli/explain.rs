@@ -164,7 +164,10 @@ impl Operands {
 fn dims2(t: &TensorData, p: &Path) -> Result<(usize, usize)> {
     match t.shape() {
         [r, c] => Ok((*r, *c)),
-        s => Err(CliError(format!("{}: expected a 2-d array, got shape {s:?}", p.display()))),
+        s => Err(CliError(format!(
+            "{}: expected a 2-d array, got shape {s:?}",
+            p.display()
+        ))),
     }
 }
 
@@ -263,7 +266,10 @@ fn read_dispatch(p: &Path) -> Result<Vec<Order>> {
         .map_err(|e| CliError(format!("dispatch table {}: {e}", p.display())))?
         .len();
     if len > 1 << 20 {
-        return Err(CliError(format!("dispatch table {}: {len} bytes (at most 1 MiB)", p.display())));
+        return Err(CliError(format!(
+            "dispatch table {}: {len} bytes (at most 1 MiB)",
+            p.display()
+        )));
     }
     let text = std::fs::read_to_string(p).map_err(|e| CliError(format!("dispatch table {}: {e}", p.display())))?;
     let d = Dispatch::parse(&p.display().to_string(), &text).map_err(CliError)?;
@@ -294,7 +300,12 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
     }
     let observed = load_observed(&x.observed, m, n)?;
     let vs = x.vs.as_deref().map(|p| load_observed(p, m, n)).transpose()?;
-    let entries = x.dispatch.as_deref().map(read_dispatch).transpose()?.unwrap_or_default();
+    let entries = x
+        .dispatch
+        .as_deref()
+        .map(read_dispatch)
+        .transpose()?
+        .unwrap_or_default();
     let p = ops.problem();
     let mx = ops.format.is_some();
     let cands = candidates::with_dispatch(Inputs::of(&p), ops.k, &entries);
@@ -324,7 +335,10 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
             if differ == 0 {
                 text.push_str("  the two observations are byte-identical\n");
             } else {
-                text.push_str(&format!("  {differ} of {n} elements differ; by {}-column tile (differing, max ulp):", x.n_tile.max(1)));
+                text.push_str(&format!(
+                    "  {differ} of {n} elements differ; by {}-column tile (differing, max ulp):",
+                    x.n_tile.max(1)
+                ));
                 for t in map.iter().filter(|t| t.differ > 0) {
                     text.push_str(&format!(" [{}..{}] {} / {}", t.cols.0, t.cols.1, t.differ, t.max_ulp));
                 }
@@ -445,7 +459,7 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
         .subject
         .as_deref()
         .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
-    let parsed = super::bi::parse_subject(spec, &super::bi::RunnerCtx::defaults())?;
+    let parsed = super::bi::parse_subject(spec)?;
     let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
     let r = explain::reveal(parsed.subject.as_ref(), o)?;
     print_revealed(&r, a.direct.json)?;
@@ -476,7 +490,8 @@ impl Folder {
     fn open(dir: &Path) -> Result<Folder> {
         let text = std::fs::read_to_string(dir.join("manifest.json"))
             .map_err(|e| CliError(format!("{}: {e}", dir.join("manifest.json").display())))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| CliError(format!("{}/manifest.json: {e}", dir.display())))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| CliError(format!("{}/manifest.json: {e}", dir.display())))?;
         let jobs = v["jobs"]
             .as_array()
             .ok_or_else(|| CliError(format!("{}/manifest.json: no jobs list", dir.display())))?
@@ -498,7 +513,10 @@ impl Folder {
     fn save(&self, header: &Value) -> Result<()> {
         let jobs = self.jobs.lock().map_err(|_| CliError("job list poisoned".into()))?;
         let mut v = header.clone();
-        v["jobs"] = json!(jobs.iter().map(|(id, sha)| json!({"id": id, "sha256": sha})).collect::<Vec<_>>());
+        v["jobs"] = json!(jobs
+            .iter()
+            .map(|(id, sha)| json!({"id": id, "sha256": sha}))
+            .collect::<Vec<_>>());
         std::fs::write(self.dir.join("manifest.json"), serde_json::to_string_pretty(&v)? + "\n")?;
         Ok(())
     }
@@ -548,13 +566,35 @@ impl Subject for Folder {
         }
         let t = io::load_tensor(&out, None).map_err(|e| fail(format!("{}: {e}", out.display())))?;
         if t.shape() != [p.m, p.n] {
-            return Err(fail(format!("{}: shape {:?}, expected [{}, {}]", out.display(), t.shape(), p.m, p.n)));
+            return Err(fail(format!(
+                "{}: shape {:?}, expected [{}, {}]",
+                out.display(),
+                t.shape(),
+                p.m,
+                p.n
+            )));
         }
         let v: Vec<f32> = match t.dtype() {
             DType::F32 => t.as_f32().map_err(|e| fail(e.to_string()))?.into_owned(),
-            DType::F16 => t.as_f16().map_err(|e| fail(e.to_string()))?.iter().map(|h| h.to_f32()).collect(),
-            DType::BF16 => t.as_bf16().map_err(|e| fail(e.to_string()))?.iter().map(|h| h.to_f32()).collect(),
-            d => return Err(fail(format!("{}: dtype {}, expected f32, f16 or bf16", out.display(), d.name()))),
+            DType::F16 => t
+                .as_f16()
+                .map_err(|e| fail(e.to_string()))?
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            DType::BF16 => t
+                .as_bf16()
+                .map_err(|e| fail(e.to_string()))?
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            d => {
+                return Err(fail(format!(
+                    "{}: dtype {}, expected f32, f16 or bf16",
+                    out.display(),
+                    d.name()
+                )))
+            }
         };
         Ok(match rows {
             None => v,
@@ -600,7 +640,10 @@ fn step(dir: &Path, o: RevealOptions, as_json: bool) -> Result<Outcome> {
 fn gen(dir: &Path, s: &RevealShape) -> Result<Outcome> {
     let o = options(s, None)?;
     if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        return Err(CliError(format!("{}: the folder exists and is not empty", dir.display())));
+        return Err(CliError(format!(
+            "{}: the folder exists and is not empty",
+            dir.display()
+        )));
     }
     std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
     let mut h = header(&o);

@@ -140,9 +140,10 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
-/// How a command that ran ended: exit code 0 (every check held) or 1 (a
-/// check failed; its report says which). Bad input and runs that cannot
-/// happen are errors instead: exit code 2.
+/// How a command that ran ended, under the one exit-code policy of the
+/// whole CLI (README, "Exit codes"): 0 every check held, 1 a check failed
+/// (its report says which). Bad input and runs that cannot happen are
+/// errors instead ([`CliError`]), exit code 2, written by `main`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Held,
@@ -366,7 +367,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+            unreachable!("handled above")
+        }
     }?;
     Ok(Outcome::Held)
 }

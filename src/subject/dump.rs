@@ -334,4 +334,12 @@ impl Subject for Dump {
         let c = read_output(&out, None, j.m, j.n).map_err(broken)?;
         select_rows(c, p.m, p.n, rows).map_err(unsupported)
     }
+
+    fn m_boundaries(&self) -> Vec<usize> {
+        self.boundaries.clone()
+    }
+
+    fn input(&self) -> Option<InType> {
+        Some(self.manifest_input)
+    }
 }

@@ -310,6 +310,10 @@ impl Subject for Exec {
         format!("exec:{}", self.name)
     }
 
+    fn input(&self) -> Option<InType> {
+        Some(self.opts.input)
+    }
+
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
         let unsupported = |why: String| SubjectError::Unsupported {
             subject: self.name(),

@@ -6,13 +6,14 @@ exact in f64; one f64 addition of two f32 then RN32 is correctly rounded
 (53 >= 2 * 24 + 2), so struct's f32 packing (round to nearest even) is RN32.
 
     python3 stdlib_runner.py [MODE]          serve jobs on stdin (protocol)
-    python3 stdlib_runner.py --dump DIR      write out.npy for every job of a dump
+    python3 stdlib_runner.py --dump DIR [MODE]   write out.npy for every job of a dump
 
 MODE makes it misbehave, for the tests: ok (default), plant (flips the last
-bit of C[M-1][0] when M > 2: a batch-dependent error), f16 (answers in f16),
-bf16 (answers bf16 bits, rounded to nearest even), error (every job answers an error),
-die-at-start, die-after-1, hang, garbage, wrong-job, wrong-shape, wrong-dtype,
-chatter (prints a log line on stdout), bad-greeting.
+bit of C[0][0] when M > 2: a batch-dependent error), f16 (answers in f16),
+bf16 (answers bf16 bits, rounded to nearest even), error (every job answers
+an error), error-m3 (jobs with M >= 3 do), die-at-start, die-after-1, hang,
+garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
+stdout), bad-greeting.
 """
 import ast
 import json
@@ -72,7 +73,7 @@ def answer(job, mode):
     flat = [x for row in c for x in row]
     bits = list(struct.unpack("<%dI" % len(flat), struct.pack("<%df" % len(flat), *flat)))
     if mode == "plant" and m > 2:
-        bits[(m - 1) * n] ^= 1
+        bits[0] ^= 1
     if mode == "f16":
         save(job["out"], "<f2", (m, n), struct.pack("<%de" % len(flat), *flat))
         return "f16"
@@ -106,7 +107,7 @@ def serve(mode):
             continue
         if mode == "chatter":
             print("computing job", job["job"], flush=True)
-        if mode == "error":
+        if mode == "error" or (mode == "error-m3" and job["m"] >= 3):
             say({"job": job["job"], "error": "this runner refuses every job"})
             continue
         dtype = answer(job, mode)

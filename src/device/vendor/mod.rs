@@ -48,6 +48,9 @@ mod report;
 #[cfg(feature = "cuda")]
 pub(crate) mod run;
 
+/// The suite name of vendor captures (`manifest.json`).
+pub const SUITE: &str = "vendor";
+
 pub use capture::*;
 pub use cases::*;
 pub use compare::*;
