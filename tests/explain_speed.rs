@@ -18,7 +18,13 @@ fn identify_one_k4096_row_among_the_family() {
         let mut r = SplitMix64::new(5);
         let mut draw = |len: usize| -> Vec<f32> {
             (0..len)
-                .map(|_| f32::from_bits(((r.next_u32() & 1) << 31) | ((127 + r.range_i64(-6, 6)) as u32) << 23 | (r.next_u32() & 0x7F_FFFF)))
+                .map(|_| {
+                    f32::from_bits(
+                        ((r.next_u32() & 1) << 31)
+                            | ((127 + r.range_i64(-6, 6)) as u32) << 23
+                            | (r.next_u32() & 0x7F_FFFF),
+                    )
+                })
                 .collect()
         };
         let a = draw(k);

@@ -111,5 +111,5 @@ pub fn run() -> Result<()> {
         "log2 hazard: amax = {amax} (0x43FFFFFF): exponent from the bits gives X = 2^{exact}; float32 floor(log2) gives 2^{float_log2}"
     );
     outln!("scales shown as unbiased exponents; 'saturated' = elements clamped to the element max; 'to zero' = nonzero inputs that became 0");
-    Ok(())
+    super::explain::demo_explanation()
 }

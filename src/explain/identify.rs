@@ -89,13 +89,17 @@ impl Sub {
         let cols = cols.min(n);
         let take_cols = |b: &[f32], width: usize, rows: usize| -> Vec<f32> {
             match p.b_layout {
-                BLayout::Kn => (0..rows).flat_map(|kk| b[kk * width..kk * width + cols].to_vec()).collect(),
+                BLayout::Kn => (0..rows)
+                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
+                    .collect(),
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
         };
         let take_cols8 = |b: &[u8], width: usize, rows: usize| -> Vec<u8> {
             match p.b_layout {
-                BLayout::Kn => (0..rows).flat_map(|kk| b[kk * width..kk * width + cols].to_vec()).collect(),
+                BLayout::Kn => (0..rows)
+                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
+                    .collect(),
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
         };
@@ -121,7 +125,9 @@ impl Sub {
                     scales: sa,
                     format,
                 },
-                Matrix::Mx { codes: cb, scales: sb, .. },
+                Matrix::Mx {
+                    codes: cb, scales: sb, ..
+                },
             ) => {
                 let kb = k / MX_BLOCK;
                 s.ca = ca[r * k..(r + 1) * k].to_vec();
@@ -213,7 +219,9 @@ impl<'a> Evaluator<'a> {
         Some(
             (0..prep.n)
                 .into_par_iter()
-                .map_init(Vec::new, |scratch, j| gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None))
+                .map_init(Vec::new, |scratch, j| {
+                    gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None)
+                })
                 .collect(),
         )
     }
@@ -234,7 +242,14 @@ fn check(p: &Problem, rows: &[usize], observed: &[f32]) -> Result<(), String> {
     }
     let (a_len, b_len) = match (p.a, p.b) {
         (Matrix::F32(a), Matrix::F32(b)) => (a.len(), b.len()),
-        (Matrix::Mx { codes: a, scales: sa, .. }, Matrix::Mx { codes: b, scales: sb, .. }) => {
+        (
+            Matrix::Mx {
+                codes: a, scales: sa, ..
+            },
+            Matrix::Mx {
+                codes: b, scales: sb, ..
+            },
+        ) => {
             if !p.k.is_multiple_of(MX_BLOCK) || sa.len() * MX_BLOCK != p.m * p.k || sb.len() * MX_BLOCK != p.k * p.n {
                 return Err("MX inputs: K must be a multiple of 32 and the scales [M, K/32], [K/32, N]".into());
             }
@@ -322,7 +337,11 @@ pub fn identify(
             if w == n {
                 full_rows = res.iter().filter_map(|(i, d)| d.map(|d| (*i, d))).collect();
             }
-            alive = res.iter().filter(|(_, d)| matches!(d, Some((0, _, _)))).map(|(i, _)| *i).collect();
+            alive = res
+                .iter()
+                .filter(|(_, d)| matches!(d, Some((0, _, _))))
+                .map(|(i, _)| *i)
+                .collect();
         }
         let mut matches: Vec<Order> = full_rows
             .iter()
