@@ -10,6 +10,8 @@ to it losslessly) and returns the whole C `[M, N]`: a float32 or float16 array, 
 as `fn(a, b, job)` (the job's JSON object). An exception answers that job with an error
 (mxbi records one ERROR cell) and the runner stays up; EOF on stdin ends it. Anything
 printed to stdout (by fn or a library) is sent to stderr: stdout carries the protocol.
+Run with `--dump DIR`, it instead writes `out.npy` for every job of a dump folder
+(`mxbi bi gen --out DIR ...`), for `mxbi bi run --subject dump:DIR`.
 """
 import json
 import os
@@ -34,8 +36,19 @@ def _as_output(c):
     return c, kinds[c.dtype]
 
 
+def _dump(fn, folder, with_job):
+    with open(os.path.join(folder, "manifest.json")) as f:
+        jobs = json.load(f)["jobs"]
+    for job in jobs:
+        job = dict(job, **{k: os.path.join(folder, job[k]) for k in ("a", "b", "out")})
+        c, _ = _as_output(fn(np.load(job["a"]), np.load(job["b"]), *[job][:with_job]))
+        np.save(job["out"], np.ascontiguousarray(c))  # bf16 as <u2 bits
+
+
 def serve(fn, name, with_job=False):
-    """Answer mxbi's jobs on stdin with `fn` until EOF."""
+    """Answer mxbi's jobs on stdin with `fn` until EOF (or fill a dump: `--dump DIR`)."""
+    if sys.argv[1:2] == ["--dump"]:
+        return _dump(fn, sys.argv[2], with_job)
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -478,7 +478,13 @@ mod cli {
         for (args, needle) in [
             (vec!["--subject", "model:fma", "--family", "rank"], "unknown family"),
             (vec!["--subject", "fma", "--family", "batch"], "KIND:ARG"),
-            (vec!["--subject", "cuda:fma", "--family", "batch"], "unknown kind"),
+            (vec!["--subject", "gpu:fma", "--family", "batch"], "unknown kind"),
+            // a GPU kind on a machine without one (or a build without the feature)
+            (vec!["--subject", "cuda:fma", "--family", "batch"], "GPU"),
+            (
+                vec!["--subject", "cublaslt:f16", "--family", "batch"],
+                "cublaslt:f32|bf16",
+            ),
             (vec!["--subject", "model:fma;split=0", "--family", "batch"], "split"),
             (vec!["--subject", &missing_subject, "--family", "batch"], "missing.json"),
             (

@@ -305,17 +305,7 @@ pub fn case_schema() -> String {
 impl Case {
     /// Parses a case; errors read `SOURCE: PATH: what was wrong`.
     pub fn parse(source: &str, text: &str) -> Result<Case, String> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let case: Case = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." {
-                format!("{source}: {inner}")
-            } else {
-                format!("{source}: {path}: {inner}")
-            }
-        })?;
-        Ok(case)
+        parse_json(source, text)
     }
 
     /// The check this case asks for (the contract in the module doc).
@@ -388,6 +378,21 @@ impl Case {
         opts.validate(self.vs.is_some())?;
         Ok(opts)
     }
+}
+
+/// Deserializes JSON text; an error reads `SOURCE: PATH: what was wrong`
+/// (the path left out where there is none).
+pub fn parse_json<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> Result<T, String> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path == "?" {
+            format!("{source}: {inner}")
+        } else {
+            format!("{source}: {path}: {inner}")
+        }
+    })
 }
 
 fn names(f: &[Family]) -> String {

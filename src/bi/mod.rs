@@ -44,9 +44,11 @@ mod report;
 mod run;
 mod verdict;
 
-pub use case::{case_schema, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES};
+pub use case::{
+    case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
+};
 pub use family::{Family, RowPos};
-pub use grid::{knobs, Grid};
+pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
 pub use inputs::{input_of, Rows};
 pub use merge::merge;

@@ -218,8 +218,9 @@ pub(super) fn case_standard(case: &str, acc: &str) -> Result<Standard> {
 }
 
 /// The accuracy half of a case (docs/ACCURACY.md, "In a BI case"): the
-/// subject's output on the case's first batch size M, rows with ids 0..M
-/// from the checker's generator (seed, K, N, input type), judged by `standard`
+/// subject's output on the case's first batch size M, the checker's batch
+/// with the target row first (row ids 0..M of its generator: seed, K, N,
+/// input type), judged by `standard`
 /// against the exact golden and the CPU model's `fma` order with the
 /// subject's output type (a model subject's `out=`; f32 otherwise).
 pub(super) fn case_accuracy(

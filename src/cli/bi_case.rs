@@ -59,6 +59,7 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
+    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
     if let (Some(a), Some(std)) = (acc, &acc_standard) {
         let v = super::accuracy::case_accuracy(a, std, &case.subject, subject.subject.as_ref(), &opts)
             .map_err(|e| CliError(format!("{name}: {}", e.0)))?;

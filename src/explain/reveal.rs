@@ -123,7 +123,11 @@ pub enum RevealError {
     Options(String),
     /// The subject did not answer (every failed launch of the round ran first).
     #[error("{failed} of {launches} launches failed; first: {first}")]
-    Subject { failed: usize, launches: usize, first: String },
+    Subject {
+        failed: usize,
+        launches: usize,
+        first: String,
+    },
     /// Answers that are not counts, or that no static tree explains.
     #[error("{0}")]
     Inconsistent(String),
@@ -330,7 +334,11 @@ impl Prober<'_> {
         }
         pairs
             .iter()
-            .map(|pq| got.get(pq).copied().ok_or_else(|| RevealError::Inconsistent("a probe was not placed".into())))
+            .map(|pq| {
+                got.get(pq)
+                    .copied()
+                    .ok_or_else(|| RevealError::Inconsistent("a probe was not placed".into()))
+            })
             .collect()
     }
 
@@ -498,12 +506,10 @@ fn random_values(t: InType, count: usize, seed: u64) -> Vec<f32> {
             let v = f32::from_bits(sign | ((127 + e) as u32) << 23 | (r.next_u32() & 0x7F_FFFF));
             let v = match t.format() {
                 None => v,
-                Some(f) => {
-                    match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
-                        Ok(c) => f.decode_f32(c),
-                        Err(_) => continue,
-                    }
-                }
+                Some(f) => match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
+                    Ok(c) => f.decode_f32(c),
+                    Err(_) => continue,
+                },
             };
             if v.is_finite() && v != 0.0 {
                 return v;
@@ -642,7 +648,10 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         let b = random_values(o.input, o.k * o.n, o.seed ^ 0xB0B);
         let out = pr.run_all(&[(a.clone(), b.clone())])?.remove(0);
         let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
-        let observed: Vec<f32> = rows.iter().flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec()).collect();
+        let observed: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
+            .collect();
         let p = Problem {
             a: Matrix::F32(&a),
             b: Matrix::F32(&b),
@@ -658,7 +667,8 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
                 source: candidates::Source::Family,
             })
             .collect();
-        let ids = identify(&p, &rows, &observed, &cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
+        let ids =
+            identify(&p, &rows, &observed, &cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
         let mut common: Vec<Order> = ids[0].matches.clone();
         for id in &ids[1..] {
             common.retain(|x| id.matches.contains(x));

@@ -163,7 +163,8 @@ fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
     out
 }
 
-fn representable(v: f32, t: InType) -> bool {
+/// Whether `v` is exactly a value of `t` (NaN: whether `t` has NaNs).
+pub fn representable(v: f32, t: InType) -> bool {
     let Some(f) = t.format() else { return true };
     if v.is_nan() {
         return f.has_nan();

@@ -26,6 +26,9 @@ mod report;
 #[cfg(feature = "cuda")]
 mod run;
 
+/// The suite name of conform captures (`manifest.json`).
+pub const SUITE: &str = "conform";
+
 pub use capture::*;
 pub use cases::*;
 pub use compare::*;

@@ -53,6 +53,9 @@ mod kernel;
 mod replay;
 mod report;
 
+/// The suite name of probe captures (`manifest.json`).
+pub const SUITE: &str = "probe";
+
 pub use capture::*;
 pub use cases::*;
 pub use compare::*;
