@@ -18,9 +18,10 @@
 //!   deterministic communication {true, false}, family `content`, inputs in
 //!   e4m3. 8,640 cells as listed; at M = 2 `mid` and `last` are the same
 //!   row and run once, so 8,480 distinct cells.
-//! - `te-anchor`: seed 001's anchor-row table: the row alone (M = 1) vs at
-//!   row 0, mid, last of batches of M {2, 17, 33, 128, 257, 1024}, K = N =
-//!   2048, bf16 inputs (family `batch`).
+//! - `te-anchor`: seed 001's anchor-row table: the row alone (M = 1) vs in
+//!   batches of M {2, 17, 33, 128, 257, 1024}, K = N = 2048, bf16 inputs
+//!   (family `batch`; it compares the same index in both batches, so with
+//!   the row alone as baseline the positions 0, mid, last are all row 0).
 //! - `edges`: M from the subject's own boundaries ([`super::edge_ms`]; only
 //!   multiples of its world size), families `batch` (baseline: the
 //!   smallest M) and `content`, K = 1024, N = 64.

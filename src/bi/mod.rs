@@ -11,10 +11,9 @@
 //! - **Families** ([`Family`]):
 //!   `content` keeps the target row and redraws every other row (seed A vs
 //!   seed B: the seed-000 method); `batch` puts the same row in a batch of
-//!   another M (baseline: the first M listed; `mid` and `last` resolve in
-//!   each batch, an index must fit both: with baseline M = 1 the row alone
-//!   is compared with the row at 0, mid, last of each batch, as seed 001
-//!   does); `position` moves the row from
+//!   another M (baseline: the first M listed; the row sits at the same
+//!   index in both, positions resolved in the smaller batch); `position`
+//!   moves the row from
 //!   position 0 to position p in an otherwise unchanged batch; `permutation`
 //!   deals all rows by a derangement (every row moves) and compares each row
 //!   with itself unpermuted; `repeat` runs the same batch N times

@@ -361,20 +361,11 @@ pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan>
                 if m == m0 {
                     continue;
                 }
-                // a position resolves in each batch on its own (`mid` is
-                // each batch's middle row); an index must fit both
-                let mut seen = Vec::new();
-                for &p in &positions {
-                    let (Some(bi), Some(vi)) = (p.resolve(m0), p.resolve(m)) else {
-                        continue;
-                    };
-                    if seen.contains(&(bi, vi)) {
-                        continue;
-                    }
-                    seen.push((bi, vi));
+                // the same index in both batches, resolved in the smaller
+                for (p, i) in resolved(&positions, m.min(m0)) {
                     out.push(
-                        Plan::simple(family, m, p.to_string(), Batch::with_target(m0, bi, 0), vec![bi])
-                            .with_variant(Batch::with_target(m, vi, 0), vec![vi]),
+                        Plan::simple(family, m, p.to_string(), Batch::with_target(m0, i, 0), vec![i])
+                            .with_variant(Batch::with_target(m, i, 0), vec![i]),
                     );
                 }
             }
