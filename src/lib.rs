@@ -11,6 +11,7 @@
 //! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
 //! | [`subject`] | the subject interface: anything that computes a GEMM-like op; the CPU model is the first |
 //! | [`explain`] | the explainer: the order behind observed bytes, a subject's recovered tree, divergence, exactness, fixes (docs/EXPLAIN.md) |
+//! | [`accuracy`] | accuracy verdicts: exact goldens, double-benchmark metrics and standards, ULP view, scoped tolerances (docs/ACCURACY.md) |
 //! | [`op`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
 //! | [`io`] | `.npy` / `.safetensors` tensors |
 //! | [`rng`] | the one deterministic generator of test cases |
@@ -28,6 +29,7 @@
 //! results are captured (`device::capture`) and replayed against the model
 //! on the CPU.
 
+pub mod accuracy;
 pub mod bi;
 pub mod cli;
 pub mod device;

@@ -202,3 +202,72 @@ impl Grid {
         Grid { rows, cols, at }
     }
 }
+
+/// One character per verdict, for grids on a terminal.
+pub fn symbol(v: super::Verdict) -> char {
+    use super::Verdict;
+    match v {
+        Verdict::Pass => '.',
+        Verdict::Fail => 'X',
+        Verdict::NonDet => '~',
+        Verdict::Vacuous => 'o',
+        Verdict::Error => 'E',
+    }
+}
+
+impl Grid {
+    /// The grid as text: two header lines (family, with K and N when they
+    /// vary; then the target row, with the rank when there is one), then
+    /// one line per row: its label and one [`symbol`] per column (the
+    /// worst verdict of the square, as in the heatmap; blank: no cell).
+    pub fn text(&self, cells: &[Cell]) -> String {
+        use std::fmt::Write;
+        let kn_vary = self.cols.iter().any(|c| (c.k, c.n) != (self.cols[0].k, self.cols[0].n));
+        let group = |c: &ColKey| {
+            let f = match c.family.name() {
+                "permutation" => "perm",
+                "repeat" => "rep",
+                other => other,
+            };
+            if kn_vary {
+                format!("{f} k={} n={}", c.k, c.n)
+            } else {
+                f.to_string()
+            }
+        };
+        let sub = |c: &ColKey| match c.rank {
+            Some(r) => format!("{}/r{r}", c.row),
+            None => c.row.clone(),
+        };
+        let w = (self.cols.iter().map(|c| sub(c).len()).max().unwrap_or(1) + 1).max(6);
+        let lw = self.rows.iter().map(|r| r.label().len()).max().unwrap_or(1).max(1) + 2;
+        let mut head1 = " ".repeat(lw);
+        let mut head2 = " ".repeat(lw);
+        let mut j = 0;
+        while j < self.cols.len() {
+            let g = group(&self.cols[j]);
+            let span = self.cols[j..].iter().take_while(|c| group(c) == g).count();
+            let room = (span * w).saturating_sub(1);
+            let shown: String = g.chars().take(room).collect();
+            let _ = write!(head1, "{shown:<width$}", width = span * w);
+            for c in &self.cols[j..j + span] {
+                let _ = write!(head2, "{:<w$}", sub(c));
+            }
+            j += span;
+        }
+        let mut s = format!("{}\n{}\n", head1.trim_end(), head2.trim_end());
+        for (r, row) in self.rows.iter().zip(&self.at) {
+            let mut line = format!("{:<lw$}", r.label());
+            for sq in row {
+                let worst = sq
+                    .iter()
+                    .map(|&i| cells[i].verdict)
+                    .max_by_key(|v| super::heatmap::severity(*v));
+                let _ = write!(line, "{:<w$}", worst.map_or(' ', symbol));
+            }
+            s.push_str(line.trim_end());
+            s.push('\n');
+        }
+        s
+    }
+}

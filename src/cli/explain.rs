@@ -616,45 +616,6 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
     Ok(if ok { Outcome::Held } else { Outcome::Failed })
 }
 
-/// The demo's explanation of a failing cell: a built-in dispatch that runs
-/// one FMA chain at M = 1 and split-K = 4 from M = 2; the target row at
-/// M = 1 and M = 2, identified and diffed.
-pub(super) fn demo_explanation() -> Result<()> {
-    use crate::bi::Rows;
-    let table = r#"{"dispatch": [{"m_max": 1, "order": "fma"}, {"order": "fma;split=4"}]}"#;
-    let d = Dispatch::parse("builtin", table).map_err(CliError)?;
-    let (k, n) = (1024, 64);
-    let rows = Rows::new(1, k, n, InType::F32);
-    let run = |ids: &[u64]| -> Result<Vec<f32>> {
-        let a = rows.batch(ids);
-        let p = Problem {
-            a: Matrix::F32(&a),
-            b: Matrix::F32(&rows.b),
-            m: ids.len(),
-            n,
-            k,
-            b_layout: BLayout::Kn,
-        };
-        Ok(d.run(&p, Some(&[0]))?)
-    };
-    let (one, two) = (run(&[0])?, run(&[0, 1])?);
-    let target = rows.row(0);
-    let p = Problem {
-        a: Matrix::F32(&target),
-        b: Matrix::F32(&rows.b),
-        m: 1,
-        n,
-        k,
-        b_layout: BLayout::Kn,
-    };
-    let entries: Vec<Order> = d.entries.iter().map(|e| e.order).collect();
-    let varies = Varies::BatchSize { left: 1, right: 2 };
-    let (_, text, _) = report(&p, &[0], &one, Some(&two), &entries, &varies, (64, 256, false))?;
-    outln!("\nexplain: a failing batch-invariance cell (dispatch {table}, K = {k}, N = {n}): the same row alone (M=1, observed) and in a batch of two (M=2, vs)");
-    out!("{text}");
-    Ok(())
-}
-
 // ---------------------------------------------------------------- reveal
 
 fn input_type(s: Option<&str>, default: Option<InType>) -> Result<InType> {

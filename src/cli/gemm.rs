@@ -84,7 +84,7 @@ fn dims2(t: &TensorData, path: &Path) -> Result<(usize, usize)> {
 }
 
 /// Loaded operands and the problem they form.
-struct Loaded {
+pub(super) struct Loaded {
     a: Vec<u8>,
     b: Vec<u8>,
     af: Vec<f32>,
@@ -99,7 +99,7 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn problem(&self) -> Problem<'_> {
+    pub(super) fn problem(&self) -> Problem<'_> {
         let (a, b) = match self.format {
             None => (Matrix::F32(&self.af), Matrix::F32(&self.bf)),
             Some(f) => (
@@ -126,7 +126,7 @@ impl Loaded {
     }
 }
 
-fn load_operands(o: &OperandArgs) -> Result<Loaded> {
+pub(super) fn load_operands(o: &OperandArgs) -> Result<Loaded> {
     let layout = match o.b_layout.as_str() {
         "kn" => BLayout::Kn,
         "nk" => BLayout::Nk,

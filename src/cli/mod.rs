@@ -20,6 +20,7 @@ macro_rules! out {
     };
 }
 
+mod accuracy;
 pub mod bench;
 mod bi;
 mod bi_case;
@@ -28,7 +29,9 @@ mod demo;
 mod device;
 mod explain;
 mod gemm;
+mod mx_table;
 mod op;
+pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
@@ -138,9 +141,10 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
-/// How a command that ran ended: exit code 0 (every check held) or 1 (a
-/// check failed; its report says which). Bad input and runs that cannot
-/// happen are errors instead: exit code 2.
+/// How a command that ran ended, under the one exit-code policy of the
+/// whole CLI (README, "Exit codes"): 0 every check held, 1 a check failed
+/// (its report says which). Bad input and runs that cannot happen are
+/// errors instead ([`CliError`]), exit code 2, written by `main`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Held,
@@ -169,8 +173,11 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Quantize a built-in tensor with every MX preset and compare them.
+    /// The batch-invariance checker on built-in subjects (CPU model): a
+    /// small matrix, verdicts and the summary.
     Demo,
+    /// Quantize a built-in tensor with every MX preset and compare them.
+    MxTable,
     /// Cast f32/f64 values to element codes (uint8; uint16 for bf16/f16).
     Cast(CastArgs),
     /// Decode element codes to f32.
@@ -203,6 +210,8 @@ pub enum Command {
     /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
     #[command(subcommand)]
     Op(op::OpCommand),
+    /// Accuracy verdict of an output against a golden and a benchmark (docs/ACCURACY.md).
+    Accuracy(accuracy::AccuracyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -339,12 +348,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Bi(c) => return bi::run(c),
         Command::Device(c) => return device::run(c),
+        Command::Accuracy(a) => return accuracy::run(a),
+        Command::Demo => return demo::run(),
         Command::Explain(a) => return explain::explain(a),
         Command::Reveal(a) => return explain::reveal(a),
         _ => {}
     }
     match cli.command {
-        Command::Demo => demo::run(),
+        Command::Demo => unreachable!("handled above"),
+        Command::MxTable => mx_table::run(),
         Command::Cast(a) => cast(a),
         Command::Decode(a) => decode(a),
         Command::Quantize(a) => quantize(a),
@@ -356,7 +368,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Explain(_) | Command::Reveal(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+            unreachable!("handled above")
+        }
     }?;
     Ok(Outcome::Held)
 }

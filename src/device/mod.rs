@@ -19,6 +19,8 @@ pub mod exec;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 pub mod probe;
+pub mod replay;
+pub mod subject;
 pub mod vendor;
 
 #[cfg(feature = "cuda")]
