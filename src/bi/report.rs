@@ -6,6 +6,7 @@ use super::family::Family;
 use super::grid::{knob_text, knobs, sort_cells};
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
+use crate::subject::Knobs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,6 +26,13 @@ pub struct Cell {
     pub row: String,
     /// The rank (op subjects); null for single-device subjects.
     pub rank: Option<usize>,
+    /// The subject setting of a matrix cell (only the knobs set).
+    #[serde(flatten)]
+    pub knobs: Knobs,
+    /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
+    /// LOCAL`: the row received by rank r vs the row in its owner's shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub verdict: Verdict,
     #[serde(flatten)]
     pub diff: RowDiff,

@@ -219,7 +219,9 @@ impl<'a> Evaluator<'a> {
         Some(
             (0..prep.n)
                 .into_par_iter()
-                .map_init(Vec::new, |scratch, j| gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None))
+                .map_init(Vec::new, |scratch, j| {
+                    gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None)
+                })
                 .collect(),
         )
     }

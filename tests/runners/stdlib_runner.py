@@ -13,7 +13,8 @@ bit of C[0][0] when M > 2: a batch-dependent error), f16 (answers in f16),
 bf16 (answers bf16 bits, rounded to nearest even), error (every job answers
 an error), error-m3 (jobs with M >= 3 do), die-at-start, die-after-1, hang,
 garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
-stdout), bad-greeting.
+stdout), bad-greeting, close-stdout (closes stdout and hangs), dev-zero (names
+/dev/zero as its output).
 """
 import ast
 import json
@@ -102,6 +103,12 @@ def serve(mode):
             sys.exit(4)
         if mode == "hang":
             time.sleep(3600)
+        if mode == "close-stdout":
+            os.close(1)
+            time.sleep(3600)
+        if mode == "dev-zero":
+            say({"job": job["job"], "out": "/dev/zero", "dtype": "f32"})
+            continue
         if mode == "garbage":
             print("Traceback (most recent call last): oops", flush=True)
             continue
