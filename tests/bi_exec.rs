@@ -189,23 +189,28 @@ fn an_error_answer_is_one_error_cell_and_the_runner_stays() {
 #[test]
 fn a_broken_runner_is_exit_2_with_one_line_and_nothing_written() {
     let e = Env::new("broken");
-    let cases: [(&str, &str, &str); 10] = [
+    let cases: [(&str, &str, &str); 13] = [
         ("die-at-start", "120", "exited (exit status: 3) before the greeting"),
         ("bad-greeting", "120", "is not the greeting"),
         ("die-after-1", "120", "exited (exit status: 4) before job 2"),
+        // the next job line meets a closed pipe: no SIGPIPE death, one line
+        ("exit-after-1", "120", "exit status: 5)"),
         ("hang", "2", "no answer for job 1 within 2 s (killed)"),
         ("garbage", "120", "answered job 1 with a line that is not JSON"),
         ("chatter", "120", "not JSON: \"computing job 1\""),
         ("wrong-job", "120", "answered job 2 while job 1 was asked"),
         ("wrong-shape", "120", "shape [1, 5], expected [1, 4]"),
         ("wrong-dtype", "120", "dtype <f4, but the runner said f16"),
+        ("close-stdout", "120", "closed its stdout before job 1"),
+        ("dev-zero", "120", "job 1: /dev/zero: not a regular file"),
         ("", "120", ""),
     ];
     for (mode, timeout, want) in cases {
-        let subject = if mode.is_empty() {
-            "exec:/nonexistent/runner".to_string()
-        } else {
-            runner(mode)
+        let subject = match mode {
+            "" => "exec:/nonexistent/runner".to_string(),
+            // without `exec`, the shell would keep the pipe open
+            "close-stdout" => runner(mode).replacen("exec:", "exec:exec ", 1),
+            _ => runner(mode),
         };
         let want = if mode.is_empty() {
             "exited (exit status: 127) before the greeting"

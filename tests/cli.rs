@@ -273,6 +273,9 @@ fn demo_mx_table_and_formats_run() {
     for needle in [
         "== dispatch:builtin",
         "first failure: batch/m=17/",
+        // the explainer names, from the bytes alone, the orders the table picks
+        "at M = 1 the row is fma, at M = 17 it is fma;split=4",
+        "fix: choose the split from (K, N) only",
         "-- as expected",
         "every subject behaved as its construction predicts: yes",
     ] {

@@ -3,9 +3,10 @@
 
 use super::case::Standard;
 use super::family::Family;
-use super::grid::{knob_text, knobs, sort_cells};
+use super::grid::{knob_text, settings, sort_cells};
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
+use crate::subject::Knobs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,6 +26,13 @@ pub struct Cell {
     pub row: String,
     /// The rank (op subjects); null for single-device subjects.
     pub rank: Option<usize>,
+    /// The subject setting of a matrix cell (only the knobs set).
+    #[serde(flatten)]
+    pub knobs: Knobs,
+    /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
+    /// LOCAL`: the row received by rank r vs the row in its owner's shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub verdict: Verdict,
     #[serde(flatten)]
     pub diff: RowDiff,
@@ -202,7 +210,7 @@ impl Report {
             let knob_names: Vec<String> = {
                 let mut v: Vec<String> = cells
                     .iter()
-                    .flat_map(|c| knobs(c).into_iter().map(|(k, _)| k))
+                    .flat_map(|c| settings(c).into_iter().map(|(k, _)| k))
                     .collect();
                 v.sort();
                 v.dedup();
@@ -225,7 +233,7 @@ impl Report {
             rule.push_str("---|---:|---:|---:|---:|---|");
             let _ = writeln!(s, "{head}\n{rule}");
             for c in cells {
-                let kv = knobs(c);
+                let kv = settings(c);
                 let _ = write!(s, "| {} | {} | {} |", c.m, c.k, c.n);
                 for k in &knob_names {
                     let v = kv

@@ -2,12 +2,13 @@
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
+use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, RowPos};
-use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject};
+use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, RowPos};
+use crate::order::InType;
+use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub(super) mod dump_gen;
@@ -39,21 +40,29 @@ pub struct RunArgs {
     /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
+    /// A built-in matrix instead of --family/--m/--k/--n: seed000,
+    /// te-anchor, edges (one subject per cell setting).
+    #[arg(long, conflicts_with_all = ["case", "vs", "family", "k", "n", "rows", "input"])]
+    pub matrix: Option<String>,
+    /// Run only shard i of n (0-based): the cells whose index in the whole
+    /// check is i mod n; every shard runs the positive controls.
+    #[arg(long)]
+    pub shard: Option<String>,
     /// A second subject for the `switch` family.
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required_unless_present = "case")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
     #[arg(long, default_value = "edges")]
     pub m: String,
-    #[arg(long, required_unless_present = "case")]
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub k: Option<usize>,
-    #[arg(long, required_unless_present = "case")]
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
@@ -76,9 +85,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: ReportArgs,
 }
-
-/// Most bytes a dispatch table file may have.
-const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// A parsed subject and what the checker should know about it.
 pub(super) struct ParsedSubject {
@@ -140,42 +146,8 @@ fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
             kept: None,
         });
     }
-    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
-        CliError(format!(
-            "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
-        ))
-    })?;
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {
-        "model" => {
-            let order: Order = arg.parse()?;
-            Ok(ParsedSubject {
-                subject: Box::new(Model::new(order)),
-                input: Some(input_of(&order)),
-                boundaries: vec![],
-                kept: None,
-            })
-        }
-        "dispatch" => {
-            let path = Path::new(arg);
-            let len = std::fs::metadata(path)
-                .map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?
-                .len();
-            if len > MAX_TABLE_BYTES {
-                return Err(CliError(format!(
-                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
-                )));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
-            let d = Dispatch::parse(arg, &text).map_err(CliError)?;
-            let inputs: Vec<InType> = d.entries.iter().map(|e| input_of(&e.order)).collect();
-            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
-            Ok(ParsedSubject {
-                boundaries: d.m_boundaries(),
-                subject: Box::new(d),
-                input,
-                kept: None,
-            })
-        }
         "exec" => {
             let mut opts = ExecOptions {
                 keep: ctx.keep,
@@ -209,9 +181,16 @@ fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
                 kept: None,
             })
         }
-        _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
-        ))),
+        // model:, dispatch:, op: and the rest (src/cli/subjects.rs)
+        _ => {
+            let s = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+            Ok(ParsedSubject {
+                input: s.input(),
+                boundaries: s.m_boundaries(),
+                subject: s,
+                kept: None,
+            })
+        }
     }
 }
 
@@ -235,6 +214,9 @@ pub fn run(c: BiCommand) -> Result<Outcome> {
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
+    if let Some(name) = &a.matrix {
+        return run_matrix_cmd(&a, name);
+    }
     let Some(spec) = &a.subject else {
         return Err(CliError(
             "--subject, --k and --n are required without a case file".into(),
@@ -251,17 +233,36 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
     }
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
     let pb = progress_bar();
-    let report = check(
+    let report = check_shard(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
+        shard,
         &tick(&pb),
     );
     pb.finish_and_clear();
     let mut report = report.map_err(CliError)?;
     dump_gen::mark_replayed_repeats(spec, &mut report);
     emit(&report, &a.out)
+}
+
+/// `--matrix NAME`: a built-in matrix, one subject per cell setting
+/// (`subject_from_spec` under each setting's knobs).
+fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
+    let spec = a
+        .subject
+        .as_deref()
+        .ok_or_else(|| CliError("--matrix needs --subject".into()))?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let plain = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
+    drop(plain);
+    let pb = progress_bar();
+    let report = run_matrix(&jobs, &|k| subject_from_spec(spec, k), shard, &tick(&pb));
+    pb.finish_and_clear();
+    emit(&report.map_err(CliError)?, &a.out)
 }
 
 /// The check's options from the flags; `input_hint` and `boundaries` come

@@ -1,15 +1,20 @@
 //! `mxbi demo`: the main job, the batch-invariance checker, on built-in
 //! subjects on the CPU model, no files needed: a small matrix per subject,
-//! its verdicts as a grid, the first failure, the summary, and whether the
-//! pattern is the one the subject's construction predicts.
+//! its verdicts as a grid, the first failure and its explanation (the
+//! explainer names the orders behind the two observations from the bytes
+//! alone, where their trees diverge, and a fix), the summary, and whether
+//! the pattern is the one the subject's construction predicts.
 //!
 //! Subjects: a dispatch-table GEMM (an order chosen by M, as cuBLAS
 //! heuristics and tuned-config tables do), and the op presets
 //! (see [`op_rows`]).
 
 use super::{Outcome, Result};
-use crate::bi::{check, CheckOptions, Family, Grid, Report, Verdict};
-use crate::order::InType;
+use crate::bi::{check, CheckOptions, Family, Grid, Report, Rows, Verdict};
+use crate::explain::candidates::{family, Inputs};
+use crate::explain::{diverge, identify, suggest, IdentifyOptions, Varies};
+use crate::gemm::{BLayout, Matrix, Problem};
+use crate::order::{InType, Order};
 use crate::subject::{Dispatch, Subject};
 
 /// The built-in dispatch table: fma up to 16 rows, split-K 4 up to 256,
@@ -24,8 +29,13 @@ const TABLE: &str = r#"{"dispatch": [
 struct DemoRow {
     /// What the subject is, in one line.
     about: String,
-    subject: Box<dyn Subject>,
-    opts: CheckOptions,
+    /// The matrix, in one line (K, N, input, M, settings).
+    shape: String,
+    /// Runs the check.
+    run: Box<dyn Fn() -> std::result::Result<Report, String>>,
+    /// A row-independent subject and its options: a failing batch cell is
+    /// then explained.
+    explain: Option<(Box<dyn Subject>, CheckOptions)>,
     /// What the construction predicts, in one line.
     expect: String,
     /// Whether the report shows exactly that.
@@ -58,16 +68,28 @@ fn dispatch_rows() -> Vec<DemoRow> {
             (c.verdict == Verdict::Fail) == differs && c.verdict != Verdict::Error
         }) && r.count(Verdict::Fail) > 0
     };
+    let o = opts(
+        &[
+            Family::Content,
+            Family::Batch,
+            Family::Position,
+            Family::Permutation,
+            Family::Repeat,
+        ],
+        ms,
+        k,
+        n,
+        InType::F32,
+    );
+    let (subject, check_opts) = (table.clone(), o.clone());
     vec![DemoRow {
         about: "a dispatch-table GEMM: fma up to M = 16, fma;split=4 up to 256, then fma;split=8;reduce=pairwise".into(),
-        subject: Box::new(table),
-        opts: opts(
-            &[Family::Content, Family::Batch, Family::Position, Family::Permutation, Family::Repeat],
-            ms,
-            k,
-            n,
-            InType::F32,
+        shape: format!(
+            "K = {k}, N = {n}, input f32, M = {}",
+            o.ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
         ),
+        run: Box::new(move || check(&subject, None, &check_opts, &|_, _| {})),
+        explain: Some((Box::new(table), o)),
         expect: format!("batch fails exactly where the table picks another order than at M = {m0} (M > 16); every other family passes"),
         holds: Box::new(holds),
     }]
@@ -80,6 +102,72 @@ fn op_rows() -> Vec<DemoRow> {
     Vec::new()
 }
 
+/// The target row's output as `subject` computes it in a batch of `m`
+/// rows where it sits at index `at` (the other rows: ids no check uses).
+fn target_output(subject: &dyn Subject, rows: &Rows, m: usize, at: usize) -> Option<Vec<f32>> {
+    let ids: Vec<u64> = (0..m).map(|j| if j == at { 0 } else { (1 << 48) + j as u64 }).collect();
+    let a = rows.batch(&ids);
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&rows.b),
+        m,
+        n: rows.n,
+        k: rows.k,
+        b_layout: BLayout::Kn,
+    };
+    subject.run(&p, Some(&[at])).ok()
+}
+
+/// The order the bytes of the target row's output came from, found by the
+/// explainer from the bytes alone (the built-in candidate family; the
+/// simplest match).
+fn identify_row(rows: &Rows, observed: &[f32]) -> Option<Order> {
+    let a = rows.row(0);
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&rows.b),
+        m: 1,
+        n: rows.n,
+        k: rows.k,
+        b_layout: BLayout::Kn,
+    };
+    let candidates = family(Inputs::of(&p), rows.k);
+    let id = identify(&p, &[0], observed, &candidates, IdentifyOptions::default()).ok()?;
+    id.first()?.matches.first().copied()
+}
+
+/// The explanation of the first failing `batch` cell of a subject whose
+/// rows do not depend on each other: its target row's output is rebuilt at
+/// the baseline M and the cell's M (checked against the bytes the cell
+/// reported), the explainer names the order behind each from the bytes
+/// alone, says where the two trees diverge, and suggests a fix. None when
+/// there is no such cell or the rebuilt bytes are not the cell's.
+fn explain_batch_failure(subject: &dyn Subject, report: &Report, opts: &CheckOptions) -> Option<Vec<String>> {
+    let cell = report
+        .cells
+        .iter()
+        .find(|c| c.verdict == Verdict::Fail && c.family == Family::Batch)?;
+    let o = cell.diff.first_offenders.first()?;
+    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
+    let (m0, m) = (opts.ms[0], cell.m);
+    let base = target_output(subject, &rows, m0, o.row)?;
+    let var = target_output(subject, &rows, m, o.row)?;
+    let hex = |v: &[f32]| format!("{:08x}", v[o.col].to_bits());
+    if hex(&base) != o.baseline || hex(&var) != o.variant {
+        return None;
+    }
+    let (left, right) = (identify_row(&rows, &base)?, identify_row(&rows, &var)?);
+    let diff = diverge(&left, &right, opts.k, false);
+    let mut lines = vec![format!(
+        "explained from the bytes alone (mxbi explain): at M = {m0} the row is {left}, at M = {m} it is {right}"
+    )];
+    lines.extend(diff.to_string().lines().map(|l| format!("  {l}")));
+    for f in suggest(&diff, &Varies::BatchSize { left: m0, right: m }) {
+        lines.push(format!("fix: {f}"));
+    }
+    Some(lines)
+}
+
 pub fn run() -> Result<Outcome> {
     outln!("mxbi demo: the batch-invariance checker on built-in subjects (the CPU model, bit-exact)");
     outln!("a cell compares the bytes of one output row across the variants a family demands;");
@@ -89,16 +177,10 @@ pub fn run() -> Result<Outcome> {
     let mut all_held = true;
     let mut totals = [0usize; 5];
     for row in dispatch_rows().into_iter().chain(op_rows()) {
-        let report = check(row.subject.as_ref(), None, &row.opts, &|_, _| {})?;
+        let report = (row.run)()?;
         outln!("== {}", report.subject);
         outln!("   {}", row.about);
-        outln!(
-            "   K = {}, N = {}, input {}, M = {}",
-            row.opts.k,
-            row.opts.n,
-            report.input,
-            row.opts.ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
-        );
+        outln!("   {}", row.shape);
         outln!();
         for line in Grid::new(&report.cells).text(&report.cells).lines() {
             outln!("   {line}");
@@ -122,6 +204,11 @@ pub fn run() -> Result<Outcome> {
                     o.baseline,
                     o.variant
                 );
+            }
+        }
+        if let Some((subject, opts)) = &row.explain {
+            for l in explain_batch_failure(subject.as_ref(), &report, opts).unwrap_or_default() {
+                outln!("   {l}");
             }
         }
         outln!("   {}", report.summary_line());

@@ -31,6 +31,7 @@ mod explain;
 mod gemm;
 mod mx_table;
 mod op;
+pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
