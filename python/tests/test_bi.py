@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mxbi
+import mxbi.runner
 from conftest import SPLIT_K_BY_M_TABLE, draw, muladd, muladd_split, run_cli, split_k_by_m
 
 FAMILIES = ["content", "batch", "position", "permutation", "repeat"]
@@ -48,10 +49,10 @@ def test_an_invariant_numpy_kernel_passes_with_the_models_report():
 def test_a_split_k_by_m_kernel_fails_batch_exactly_where_its_split_changes():
     report = mxbi.bi.check(split_k_by_m, families=["batch"], k=K, n=N, m=MS)
     assert not report.passed and report.exit_code == 1 and report.valid
-    verdicts = {c.m: c.verdict for c in report.cells}
     # the baseline is M = 1 (plain muladd); M <= 4 keep it, M > 4 split K
-    assert {m for m, v in verdicts.items() if v == "BI_FAIL"} == {5, 9, 17}
-    assert {m for m, v in verdicts.items() if v == "BI_PASS"} == {3, 4}
+    assert {c.m for c in report.cells} == {3, 4, 5, 9, 17}
+    for c in report.cells:
+        assert c.verdict == ("BI_FAIL" if c.m > 4 else "BI_PASS"), c
     bad = report.failures()
     assert bad and all(c.bytes_differing > 0 and c.first_offenders for c in bad)
     text = str(report)
@@ -96,6 +97,67 @@ def test_edges_around_declared_boundaries():
         mxbi.bi.check("model:fma", families=["batch"], k=16, n=2, boundaries=[4])
 
 
+RUNNER = """
+import sys
+sys.path.insert(0, {examples!r})
+import numpy as np
+from mxbi_runner import serve
+
+def split_k_by_m(a, b):
+    def muladd(a, b):
+        acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+        for k in range(a.shape[1]):
+            acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        return acc
+    if a.shape[0] <= 4:
+        return muladd(a, b)
+    q = -(-a.shape[1] // 4)
+    parts = [muladd(a[:, p * q:(p + 1) * q], b[p * q:(p + 1) * q]) for p in range(4)]
+    return ((parts[0] + parts[1]) + parts[2]) + parts[3]
+
+serve(split_k_by_m, "split_k_by_m")
+"""
+
+
+def test_in_process_and_through_an_exec_runner_give_the_same_report(tmp_path):
+    """The same callable in-process and as an mxbi-exec/1 runner (the
+    examples/ helper): the same cells, verdicts and bytes."""
+    import sys
+
+    from conftest import ROOT
+
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER.format(examples=str(ROOT / "examples")))
+    spec = f"exec:{sys.executable} {runner}"
+    kw = dict(families=["batch", "position", "repeat"], k=K, n=N, m=MS)
+    ex = mxbi.bi.check(spec, **kw)
+    py = mxbi.bi.check(split_k_by_m, **kw)
+    assert ex.subject == "exec:split_k_by_m" and not ex.passed  # named by the runner's greeting
+    assert renamed(py, ex.subject) == json.loads(ex.to_json())
+    with pytest.raises(mxbi.MxbiError, match="timeout 0: expected seconds"):
+        mxbi.bi.check(spec, timeout=0, **kw)
+    # the runner script itself, loaded in-process: the same report again
+    inproc = mxbi.runner.in_process(str(runner))
+    assert inproc.name == "split_k_by_m"
+    again = mxbi.bi.check(inproc, name="exec:" + inproc.name, **kw)
+    assert again.to_json() == ex.to_json()
+
+
+def test_the_examples_numpy_runner_in_process_and_through_exec():
+    """examples/runner_numpy_f32.py (the machine's BLAS): whatever its
+    verdicts, they are the same in-process and through exec:."""
+    import sys
+
+    from conftest import ROOT
+
+    script = str(ROOT / "examples" / "runner_numpy_f32.py")
+    kw = dict(families=["batch", "content", "repeat"], k=256, n=16, m=[1, 2, 9, 64])
+    ex = mxbi.bi.check(f"exec:{sys.executable} {script}", **kw)
+    inproc = mxbi.runner.in_process(script)
+    py = mxbi.bi.check(inproc, name=ex.subject, **kw)
+    assert py.to_json() == ex.to_json()
+
+
 def test_a_kernel_reading_other_rows_fails_content():
     def leaky(a, b):
         out = muladd(a, b)
@@ -132,7 +194,7 @@ def test_a_kernel_that_breaks_gives_error_cells_with_the_reason():
         raise ValueError("boom")
 
     r = mxbi.bi.check(broken, families=["batch"], k=16, n=4, m=[1, 2])
-    assert [c.verdict for c in r.cells] == ["ERROR"]
+    assert r.cells and {c.verdict for c in r.cells} == {"ERROR"}
     assert r.cells[0].reason == "python:test_a_kernel_that_breaks_gives_error_cells_with_the_reason.<locals>.broken failed: ValueError: boom"
     assert r.exit_code == 2 and not r.passed  # no cell could run, as the CLI's exit 2
 
@@ -159,7 +221,8 @@ def test_keyboard_interrupt_ends_the_check():
 
 def test_bad_check_input():
     cases = [
-        (dict(families=["rank"]), "families: unknown family 'rank'; expected one of: content, batch"),
+        (dict(families=["bogus"]), "families: unknown family 'bogus'; expected one of: content, batch"),
+        (dict(families=["rank"]), "the rank family needs a subject with world size 2 or more"),
         (dict(families=["batch"], k=0), r"K = 0 is out of range \(1..="),
         (dict(families=["batch"], m="1,x"), "m: '1,x' is not a batch size"),
         (dict(families=["batch"], input="fp8"), "unknown input type 'fp8'"),

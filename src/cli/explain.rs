@@ -63,6 +63,10 @@ pub struct ExplainArgs {
     /// Terms per chunk of the K profile.
     #[arg(long, default_value_t = 256)]
     pub k_chunk: usize,
+    /// Also say, per element, whether every order of the family gives the
+    /// same bytes, and why (all partial sums exact, a two-term sum).
+    #[arg(long)]
+    pub exactness: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -332,7 +336,7 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         vs.as_deref(),
         &entries,
         &varies,
-        (x.n_tile, x.k_chunk),
+        (x.n_tile, x.k_chunk, x.exactness),
     )?;
     if x.json {
         outln!("{}", serde_json::to_string_pretty(&json!({"rows": json}))?);
@@ -353,7 +357,7 @@ fn report(
     vs: Option<&[f32]>,
     entries: &[Order],
     varies: &Varies,
-    (n_tile, k_chunk): (usize, usize),
+    (n_tile, k_chunk, exactness): (usize, usize, bool),
 ) -> Result<(Vec<Value>, String, bool)> {
     let (n, k) = (p.n, p.k);
     let mx = matches!(p.a, Matrix::Mx { .. });
@@ -375,6 +379,34 @@ fn report(
         all_explained &= !id.matches.is_empty();
         let mut row_json = json!({"row": r, "observed": identity_json(id)});
         text.push_str(&format!("observed {id}\n"));
+        if exactness {
+            let family: Vec<Order> = cands.iter().map(|c| c.order).collect();
+            let e = explain::analyze(&p, &[r], &family).map_err(CliError)?;
+            let proven = e.iter().filter(|x| x.reason.is_some()).count();
+            let same = e.iter().filter(|x| x.same_bytes).count();
+            let first_reason = e.iter().find_map(|x| x.reason.clone());
+            let witness = e.iter().find(|x| x.witness.is_some());
+            text.push_str(&format!(
+                "  exactness over {} orders: {proven} of {n} elements provably the same in every order, {same} the same on these inputs",
+                family.len()
+            ));
+            if let Some(reason) = &first_reason {
+                text.push_str(&format!(" (e.g. {reason})"));
+            }
+            if let Some(w) = witness.and_then(|x| x.witness.as_ref().map(|wt| (x.col, wt))) {
+                text.push_str(&format!(
+                    "; column {} differs: {} gives {:08x}, {} gives {:08x}",
+                    w.0, w.1.left, w.1.left_bits, w.1.right, w.1.right_bits
+                ));
+            }
+            text.push('\n');
+            row_json["exactness"] = json!({
+                "orders": family.len(),
+                "proven": proven,
+                "same_bytes": same,
+                "elements": e,
+            });
+        }
         if let (Some(ov), Some(v)) = (&other, vs) {
             let vid = &ov[i];
             all_explained &= !vid.matches.is_empty();
@@ -553,7 +585,15 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
         Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
         _ => Vec::new(),
     };
-    let (json_rows, text, ok) = report(&p, &[0], &left, Some(&right), &entries, &varies, (x.n_tile, x.k_chunk))?;
+    let (json_rows, text, ok) = report(
+        &p,
+        &[0],
+        &left,
+        Some(&right),
+        &entries,
+        &varies,
+        (x.n_tile, x.k_chunk, x.exactness),
+    )?;
     let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
         "BI_PASS"
     } else {
