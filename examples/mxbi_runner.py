@@ -36,13 +36,19 @@ def _as_output(c):
     return c, kinds[c.dtype]
 
 
+def _answer(fn, job, with_job):
+    """Computes one job and writes its output; returns the output's dtype name."""
+    a, b = np.load(job["a"]), np.load(job["b"])
+    c, dtype = _as_output(fn(a, b, job) if with_job else fn(a, b))
+    np.save(job["out"], np.ascontiguousarray(c))  # bf16 as <u2 bits
+    return dtype
+
+
 def _dump(fn, folder, with_job):
     with open(os.path.join(folder, "manifest.json")) as f:
         jobs = json.load(f)["jobs"]
     for job in jobs:
-        job = dict(job, **{k: os.path.join(folder, job[k]) for k in ("a", "b", "out")})
-        c, _ = _as_output(fn(np.load(job["a"]), np.load(job["b"]), *[job][:with_job]))
-        np.save(job["out"], np.ascontiguousarray(c))  # bf16 as <u2 bits
+        _answer(fn, dict(job, **{k: os.path.join(folder, job[k]) for k in ("a", "b", "out")}), with_job)
 
 
 def serve(fn, name, with_job=False):
@@ -63,9 +69,6 @@ def serve(fn, name, with_job=False):
             continue
         job = json.loads(line)
         try:
-            a, b = np.load(job["a"]), np.load(job["b"])
-            c, dtype = _as_output(fn(a, b, job) if with_job else fn(a, b))
-            np.save(job["out"], np.ascontiguousarray(c))
-            say({"job": job["job"], "out": job["out"], "dtype": dtype})
+            say({"job": job["job"], "out": job["out"], "dtype": _answer(fn, job, with_job)})
         except Exception as e:  # one failed job is an ERROR cell, not a dead runner
             say({"job": job["job"], "error": f"{type(e).__name__}: {e}"})

@@ -1,7 +1,8 @@
 use clap::Parser;
 use mxbi::cli::{clap_error_line, one_line, run, stdout_error, write_stderr_line, Cli};
 
-/// Bad input or a failure to run: one line on stderr, exit code 2.
+/// Bad input or a failure to run: one line on stderr, exit code 2 (the
+/// exit-code policy: README, "Exit codes"; 0 and 1 come from `Outcome`).
 fn fail(msg: &str) -> ! {
     write_stderr_line(&format!("mxbi: error: {msg}"));
     std::process::exit(2);

@@ -223,6 +223,13 @@ fn nan_and_inf_follow_the_double_benchmark_rules() {
     assert!(ev(&[1.0, 0.0, 0.0], &[f64::INFINITY, 1.0, 1.0], Standard::Atk)
         .unwrap_err()
         .contains("cannot be formed"));
+    // a standard without a benchmark ignores one that cannot be formed
+    assert_eq!(
+        ev(&[1.0, 0.0, 0.0], &[f64::INFINITY, 1.0, 1.0], Standard::Single)
+            .unwrap()
+            .status,
+        Status::Pass
+    );
     // assert_close: equal_nan=False, so any NaN fails; Inf must match
     let ac = Standard::AssertClose { rtol: None, atol: None };
     assert_eq!(ev(&[1.0, 5.0, f64::INFINITY], &g, ac).unwrap().status, Status::Fail);

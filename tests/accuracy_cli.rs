@@ -402,3 +402,54 @@ fn golden_and_benchmark_from_inputs_and_a_subject() {
     bad_input(&with(&["--subject", "model:nonsense"]), "nonsense");
     bad_input(&with(&["--subject", "model:fma", "--benchmark", s(&py)]), "--benchmark");
 }
+
+#[test]
+fn a_case_standard_acc_is_judged_beside_bi() {
+    let dir = TempDir::new("accuracy-case");
+    let case = |name: &str, subject: &str, acc: &str| {
+        let p = dir.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"schema": "mxbi-bi-case/1", "subject": "{subject}", "m": [8, 16], "k": 1024, "n": 32,
+                    "families": ["batch"], "standard": {{"acc": "{acc}"}}}}"#
+            ),
+        )
+        .unwrap();
+        p
+    };
+    // a split-K f32 model: BI passes, and so does the double benchmark against fma
+    let good = case("good.json", "model:fma;split=4", "cv_fused_double_benchmark");
+    let json = dir.join("good-report.json");
+    let o = run(&["bi", "run", s(&good), "--json", s(&json)]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("accuracy PASS: standard cv_fused_double_benchmark (atk), dtype f32, M = 8"),
+        "{out}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["accuracy"]["status"], "pass");
+    assert_eq!(r["accuracy"]["benchmark"], "model:fma");
+    assert_eq!(r["accuracy"]["report"]["golden"]["kind"], "exact");
+    assert!(r["accuracy"]["report"]["verdict"]["ratios"]["max_re"].as_f64().unwrap() <= 10.0);
+    // a truncating FP8 tensor-core order: batch-invariant, but its accuracy fails: exit 1
+    let bad = case("bad.json", "model:hopper-fp8-wgmma", "atk");
+    let o = run(&["bi", "run", s(&bad)]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("0 BI_FAIL") && out.contains("accuracy FAIL: standard atk"),
+        "{out}"
+    );
+    assert_eq!(code(&o), 1);
+    // bf16 output: judged as bf16 against fma;out=bf16
+    let b16 = case("b16.json", "model:fma;split=4;out=bf16", "single");
+    let o = run(&["bi", "run", s(&b16)]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("dtype bf16, M = 8, benchmark model:fma;out=bf16"));
+    // an unknown standard is refused before anything runs
+    bad_input(
+        &run(&["bi", "run", s(&case("nope.json", "model:fma", "nope"))]),
+        "standard.acc: unknown standard 'nope'",
+    );
+}

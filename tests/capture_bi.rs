@@ -225,3 +225,113 @@ fn a_changed_output_byte_fails_the_replay() {
     let err = same_cells(&recorded, &replayed).unwrap_err();
     assert!(err.contains("batch/"), "{err}");
 }
+
+/// The live reports of `bi-live`, by run name (integrity checked first).
+fn live_reports() -> BTreeMap<String, Value> {
+    use std::io::Read;
+    let dir = capture_dir("bi-live");
+    let cap = Capture::open_anchored(&dir).unwrap();
+    let runs = String::from_utf8(cap.read("runs.tsv").unwrap()).unwrap();
+    let mut out = BTreeMap::new();
+    for line in runs.lines() {
+        let name = line.split('\t').next().unwrap().to_string();
+        let gz = cap.read(&format!("{name}.json.gz")).unwrap();
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            report["summary"]["valid"],
+            Value::Bool(true),
+            "{name}: positive controls"
+        );
+        out.insert(name, report);
+    }
+    out
+}
+
+/// What docs/DEVICE.md's vendor table (the anchor-row probe, N = 2048)
+/// says a cuBLAS/cuBLASLt subject's cell must be, or None for runs it does
+/// not cover.
+fn vendor_table_says(run: &str, family: &str, m: u64) -> Option<&'static str> {
+    let k7168 = run.contains("k7168");
+    let blk = run.starts_with("cublaslt-fp8-blk128");
+    if !run.starts_with("cublas") || run.contains("-vs-") {
+        return None;
+    }
+    // block scales: cuBLASLt refuses M % 4 != 0 (nothing is padded)
+    if blk && m % 4 != 0 {
+        return Some("ERROR");
+    }
+    // ... so is the batch baseline M = 1 of the runs whose M list starts at 1
+    // (the `-m4-` runs start at M = 4, the vendor table's baseline for this case)
+    if blk && family == "batch" && !run.contains("-m4-") {
+        return Some("ERROR");
+    }
+    if family != "batch" {
+        // no row ever depended on its position or its neighbours; repeats agree
+        return Some("BI_PASS");
+    }
+    let heuristic_f32 = (run.starts_with("cublas-sgemm") || run.starts_with("cublaslt-f32")) && !run.contains("pinned");
+    let heuristic_bf16 =
+        (run.starts_with("cublas-gemmex-bf16") || run.starts_with("cublaslt-bf16")) && !run.contains("pinned");
+    Some(if heuristic_f32 || (heuristic_bf16 && k7168 && m >= 128) {
+        "BI_FAIL"
+    } else {
+        "BI_PASS"
+    })
+}
+
+#[test]
+fn live_checks_agree_with_the_vendor_table() {
+    let live = live_reports();
+    let mut checked = 0;
+    for (run, report) in &live {
+        for c in report["cells"].as_array().unwrap() {
+            let (family, m) = (c["family"].as_str().unwrap(), c["m"].as_u64().unwrap());
+            if let Some(want) = vendor_table_says(run, family, m) {
+                assert_eq!(c["verdict"].as_str().unwrap(), want, "{run}: {}", c["id"]);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} cells checked");
+    // the generated kernels are bit-exact to the model and batch-invariant
+    for (run, report) in live.iter().filter(|(r, _)| r.starts_with("cuda-")) {
+        for (family, m, v) in verdicts(report) {
+            assert_eq!(v, "BI_PASS", "{run}: {family} at M = {m}");
+        }
+    }
+    // F.linear hands cuBLAS the weights as [N, K], the layout of the cuBLAS
+    // subjects: the same bytes differ at every M
+    let batch_bytes = |run: &str| -> Vec<(u64, u64)> {
+        live[run]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["family"] == "batch")
+            .map(|c| (c["m"].as_u64().unwrap(), c["bytes_differing"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(
+        batch_bytes("torch-linear-bf16-k7168"),
+        batch_bytes("cublas-gemmex-bf16-k7168-batch")
+    );
+    assert_eq!(
+        batch_bytes("torch-linear-f32-tf32off-k2048"),
+        batch_bytes("cublas-sgemm-k2048")
+    );
+    // the Triton runners at K = N = 2048, as their code implies
+    for (family, m, v) in verdicts(&live["triton-splitk-k2048"]) {
+        let want = if family == "batch" && m >= 64 {
+            "BI_FAIL"
+        } else {
+            "BI_PASS"
+        };
+        assert_eq!(v, want, "triton split-K live: {family} at M = {m}");
+    }
+    for run in ["triton-fixed-k2048", "triton-fixed-repeat", "triton-splitk-repeat"] {
+        for (family, m, v) in verdicts(&live[run]) {
+            assert_eq!(v, "BI_PASS", "{run}: {family} at M = {m}");
+        }
+    }
+}

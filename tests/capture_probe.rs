@@ -8,6 +8,7 @@ mod common;
 use common::{committed_capture, TempDir};
 use mxbi::device::capture::Capture;
 use mxbi::device::probe::{canonical_digest, compare, find, replay, write_capture, Cases, ProbeResult, PROBES};
+use mxbi::device::replay::{replay_capture, ReplayOptions};
 
 /// Mismatches of the committed capture that are understood (probe name,
 /// count); anything else must be zero.
@@ -76,6 +77,12 @@ fn synthetic_capture_replays_with_nan_payloads_canonicalised() {
     assert_eq!(rep.mismatches(), 0);
     assert_eq!(rep.lines.len(), PROBES.len());
     assert!(rep.lines.iter().all(|l| l.first_checked == 4096));
+    // the one replay interface: found by the manifest's suite, held
+    let out = replay_capture(&Capture::open(&dir).unwrap(), &ReplayOptions::default()).unwrap();
+    assert!(out.held(), "{out:?}");
+    assert!(out
+        .summary
+        .starts_with(&format!("{} probes replayed, 0 recorded", PROBES.len())));
 }
 
 #[test]
@@ -121,6 +128,10 @@ fn unrecorded_differences_are_detected() {
     assert!(rep.lines[1].digest_ok);
     assert_eq!(rep.lines[1].first_unexplained, 1);
     assert!(rep.lines[2..].iter().all(|l| l.digest_ok && l.first_unexplained == 0));
+    // through the one replay interface the same capture is a failed check
+    let out = replay_capture(&Capture::open(&dir).unwrap(), &ReplayOptions::default()).unwrap();
+    assert!(!out.held() && out.failed == 1, "{out:?}");
+    assert!(out.summary.ends_with("-- replay FAILED"), "{}", out.summary);
     // editing a data file after the fact is caught by the manifest digests
     std::fs::write(dir.join(&results[2].record.first_file), [0u8; 16]).unwrap();
     assert!(replay(&Capture::open(&dir).unwrap()).is_err());

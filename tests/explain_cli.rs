@@ -107,6 +107,21 @@ fn explain_names_orders_and_their_divergence() {
         s.contains("observed row 0: fma") && s.contains("split part 1 of 4, k 256..511"),
         "{s}"
     );
+    // exactness: random f32 rows are order-sensitive, and a witness pair is named
+    let o = mxbi(&[
+        "explain",
+        "--a",
+        &p("a.npy"),
+        "--b",
+        &p("b.npy"),
+        "--observed",
+        &p("c1.npy"),
+        "--rows",
+        "0",
+        "--exactness",
+    ]);
+    let s = stdout(&o);
+    assert!(s.contains("exactness over") && s.contains("differs:"), "{s}");
     // a row no order reproduces: exit 1, the closest named
     let mut c = c_of("fma", &a, &b, m, k, n);
     c[3] = f32::from_bits(c[3].to_bits() ^ 4);
@@ -213,4 +228,72 @@ fn reveal_through_files() {
     // a folder that is not empty is refused
     let o = mxbi(&["reveal", "gen", "--dir", &ds, "--m", "8", "--k", "48", "--n", "32"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// `explain --case --cell` re-runs a failing cell of a case: its two
+/// observations differ exactly as the checker's report says, and the
+/// explanation names the orders on each side and the split boundary.
+#[test]
+fn explain_a_cell_of_a_case() {
+    let t = TempDir::new("explain-case");
+    std::fs::write(
+        t.join("table.json"),
+        r#"{"dispatch": [{"m_max": 1, "order": "fma"}, {"order": "fma;split=4"}]}"#,
+    )
+    .unwrap();
+    let case = t.join("case.json");
+    std::fs::write(
+        &case,
+        r#"{"schema": "mxbi-bi-case/1", "subject": "dispatch:table.json", "families": ["batch", "content"], "m": [1, 2, 8], "k": 1024, "n": 64}"#,
+    )
+    .unwrap();
+    let (cs, rs) = (case.display().to_string(), t.join("r.json").display().to_string());
+    let o = mxbi(&["bi", "run", &cs, "--json", &rs]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rs).unwrap()).unwrap();
+    let cells = report["cells"].as_array().unwrap();
+    let failing = cells.iter().find(|c| c["verdict"] == "BI_FAIL").unwrap();
+    let id = failing["id"].as_str().unwrap();
+    let o = mxbi(&["explain", "--case", &cs, "--cell", id, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["verdict"], "BI_FAIL");
+    let row = &v["rows"][0];
+    assert_eq!(row["observed"]["order"], "fma");
+    assert_eq!(row["vs"]["order"], "fma;split=4");
+    // the re-run differs exactly as the report says
+    let map = row["ulp_map"].as_array().unwrap();
+    let differ: u64 = map.iter().map(|t| t["differ"].as_u64().unwrap()).sum();
+    let max_ulp = map.iter().map(|t| t["max_ulp"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(differ, failing["elements_differing"].as_u64().unwrap());
+    assert_eq!(max_ulp, failing["max_ulp"].as_u64().unwrap());
+    assert_eq!(
+        row["divergence"]["right_at"]["part_range"],
+        serde_json::json!([256, 511])
+    );
+    // a passing cell: the same order on both sides, nothing to fix
+    let pass = cells.iter().find(|c| c["verdict"] == "BI_PASS").unwrap();
+    let o = mxbi(&[
+        "explain",
+        "--case",
+        &cs,
+        "--cell",
+        pass["id"].as_str().unwrap(),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["verdict"], "BI_PASS");
+    assert_eq!(v["rows"][0]["observed"]["order"], v["rows"][0]["vs"]["order"]);
+    // a cell the case does not have: exit 2
+    let o = mxbi(&["explain", "--case", &cs, "--cell", "batch/m=3/k=1024/n=64/row=0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn demo_prints_an_explanation() {
+    let o = mxbi(&["demo"]);
+    assert_eq!(o.status.code(), Some(0));
+    let s = stdout(&o);
+    assert!(s.contains("explained from the bytes alone (mxbi explain)"), "{s}");
+    assert!(s.contains("(split part 1 of 4, k 64..127)"), "{s}");
 }

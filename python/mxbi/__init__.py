@@ -24,7 +24,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _mxbi
-from ._arrays import codes_input, float_input
+from ._arrays import codes_input, float_input, to_numpy
 from ._mxbi import MxbiError, Order, Tree
 
 __version__: str = _mxbi.__version__
@@ -47,6 +47,11 @@ __all__ = [
     "trace",
     "TraceStep",
     "bi",
+    "explain",
+    "reveal",
+    "diverge",
+    "accuracy",
+    "AccuracyReport",
 ]
 
 
@@ -98,21 +103,14 @@ def decode(codes: Any, format: str) -> np.ndarray:
     return _mxbi.decode(codes_input(codes, wide=True), format)
 
 
-def _quantize(x: Any, format: str, stats: bool, **kw: Any) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
+def _quantize(
+    x: Any, format: str, stats: bool, preset: Optional[str], scale_mode: Optional[str], round: Optional[str],
+    seed: Optional[int], flush_subnormals: bool, no_int8_neg2: bool, block: int, axis: int, pad: bool,
+    scale_layout: str,
+) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
     return _mxbi.quantize(
-        float_input(x),
-        format,
-        kw.get("preset"),
-        kw.get("scale_mode"),
-        kw.get("round"),
-        kw.get("seed"),
-        bool(kw.get("flush_subnormals", False)),
-        bool(kw.get("no_int8_neg2", False)),
-        int(kw.get("block", 32)),
-        int(kw.get("axis", -1)),
-        bool(kw.get("pad", False)),
-        kw.get("scale_layout", "plain"),
-        stats,
+        float_input(x), format, preset, scale_mode, round, seed, bool(flush_subnormals), bool(no_int8_neg2),
+        int(block), int(axis), bool(pad), scale_layout, stats,
     )
 
 
@@ -144,18 +142,32 @@ def quantize(
     scales (plain: ``x``'s shape with the axis divided by the block).
     """
     codes, scales, _ = _quantize(
-        x, format, False, preset=preset, scale_mode=scale_mode, round=round, seed=seed,
-        flush_subnormals=flush_subnormals, no_int8_neg2=no_int8_neg2, block=block, axis=axis,
-        pad=pad, scale_layout=scale_layout,
+        x, format, False, preset, scale_mode, round, seed, flush_subnormals, no_int8_neg2, block, axis, pad,
+        scale_layout,
     )
     return codes, scales
 
 
-def quantize_stats(x: Any, format: str, **kw: Any) -> dict:
+def quantize_stats(
+    x: Any,
+    format: str,
+    *,
+    preset: Optional[str] = None,
+    scale_mode: Optional[str] = None,
+    round: Optional[str] = None,
+    seed: Optional[int] = None,
+    flush_subnormals: bool = False,
+    no_int8_neg2: bool = False,
+    block: int = 32,
+    axis: int = -1,
+    pad: bool = False,
+) -> dict:
     """What ``mxbi quantize --stats`` prints for the same arguments as
     :func:`quantize`: elements, blocks, saturated, flushed_to_zero,
     nan_scales, max_abs_error, scale_range."""
-    _, _, st = _quantize(x, format, True, **kw)
+    _, _, st = _quantize(
+        x, format, True, preset, scale_mode, round, seed, flush_subnormals, no_int8_neg2, block, axis, pad, "plain"
+    )
     return json.loads(st)
 
 
@@ -267,4 +279,90 @@ def trace(
     return [TraceStep(*s) for s in steps]
 
 
-from . import bi  # noqa: E402  (bi imports the names above)
+_OUTPUT_DTYPES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2",
+}
+
+
+def _output_dtype(x: Any) -> Optional[str]:
+    """The output type of an array or tensor, by its dtype's name."""
+    name = str(getattr(x, "dtype", "")).replace("torch.", "")
+    return _OUTPUT_DTYPES.get(name)
+
+
+class AccuracyReport:
+    """An accuracy verdict (``mxbi accuracy``): ``passed`` (``warn``
+    passes), ``str()`` the CLI's text, :meth:`to_json` its ``--json``."""
+
+    def __init__(self, raw: "_mxbi.AccuracyReport"):
+        self._raw = raw
+        self.data: dict = json.loads(raw.to_json())
+
+    @property
+    def passed(self) -> bool:
+        return self._raw.passed
+
+    def to_json(self) -> str:
+        return self._raw.to_json()
+
+    def __str__(self) -> str:
+        return self._raw.text()
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+def accuracy(
+    actual: Any,
+    *,
+    a: Any = None,
+    b: Any = None,
+    golden: Any = None,
+    benchmark: Any = None,
+    standard: str = "atk",
+    dtype: Optional[str] = None,
+    b_layout: str = "kn",
+    format: Optional[str] = None,
+    a_scales: Any = None,
+    b_scales: Any = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+) -> AccuracyReport:
+    """Judges an output by a named standard, as ``mxbi accuracy``.
+
+    The golden is ``golden`` (values) or the exact product of ``a`` and
+    ``b`` (MX codes with ``format``/scales). ``benchmark`` is the
+    same-precision benchmark: values, or a subject run on ``a``/``b`` (a
+    callable or ``"model:ORDER"``). ``standard``: atk (default), atk-strict,
+    atk-l0/l1/l2, single, msprobe, msprobe-ulp, msprobe-binary, assert-close
+    (with ``rtol``/``atol``). ``dtype``: the output type (f32, f64, bf16,
+    f16, e4m3, e5m2); by default the array's own.
+    """
+    dt = dtype or _output_dtype(actual)
+    if dt is None:
+        raise MxbiError(f"actual: {getattr(actual, 'dtype', type(actual).__name__)} values need dtype= (the output type)")
+    act = np.ascontiguousarray(to_numpy(actual, "actual").astype(np.float64))
+    f64 = lambda x, what: None if x is None else np.ascontiguousarray(to_numpy(x, what).astype(np.float64))  # noqa: E731
+    subject = None
+    bench = None
+    if benchmark is not None and (callable(benchmark) or isinstance(benchmark, str)):
+        from .bi import _subject
+
+        subject = _subject(benchmark)
+    else:
+        bench = f64(benchmark, "benchmark")
+    mx = format is not None
+    raw = _mxbi.accuracy(
+        act, dt, standard, f64(golden, "golden"), bench,
+        None if a is None else _operand(a, "a", mx), None if b is None else _operand(b, "b", mx),
+        b_layout, format,
+        None if a_scales is None else codes_input(a_scales, "a_scales"),
+        None if b_scales is None else codes_input(b_scales, "b_scales"),
+        subject, rtol, atol,
+    )
+    return AccuracyReport(raw)
+
+
+from . import bi, explain  # noqa: E402  (they import the names above)
+from .explain import diverge, reveal  # noqa: E402

@@ -8,7 +8,8 @@ A subject is a Python callable ``fn(a, b) -> out``: ``a`` is a float32
 device are accepted, see :mod:`mxbi.torch`). The values are drawn from the
 seed so that they are exact in ``input`` (default f32; pass ``input="bf16"``
 for a bf16 kernel). It may also be a spec string, as the CLI's ``--subject``:
-``"model:ORDER"`` or ``"dispatch:FILE"``.
+``"model:ORDER"``, ``"dispatch:FILE"``, ``"exec:CMD"`` (an mxbi-exec/1
+runner), ``"dump:DIR"``, or a GPU kind (with a ``cuda`` build).
 
 The checker releases the GIL while it computes and takes it back to call
 ``fn``; an exception in ``fn`` makes that cell an ``ERROR`` with the
@@ -90,9 +91,11 @@ class Report:
     table of every cell; :meth:`to_json`: the ``--json`` report, byte for byte.
     """
 
-    def __init__(self, raw: "_mxbi.RawReport", strict: bool = False):
+    def __init__(self, raw: "_mxbi.RawReport", strict: bool = False, ms: Optional[List[int]] = None):
         self._raw = raw
         self.strict = strict
+        #: the batch sizes checked (the batch family's baseline is the first)
+        self.ms: Optional[List[int]] = ms
         d = json.loads(raw.to_json())
         self.data: Dict[str, Any] = d
         self.schema: str = d["schema"]
@@ -103,6 +106,8 @@ class Report:
         self.cells: List[Cell] = [Cell.from_dict(c) for c in d["cells"]]
         self.controls: List[Control] = [Control.from_dict(c) for c in d["controls"]]
         self.summary: Dict[str, Any] = d["summary"]
+        if self.ms is None:
+            self.ms = d.get("options", {}).get("ms")
 
     @property
     def exit_code(self) -> int:
@@ -138,7 +143,12 @@ class Report:
             f.write(self.to_json())
 
     def markdown(self) -> str:
+        """The verdict table of every cell, one table per family (``--markdown``)."""
         return self._raw.markdown()
+
+    def svg(self) -> str:
+        """The heatmap of the cells by verdict (``--svg``)."""
+        return self._raw.svg()
 
     def junit(self) -> str:
         return self._raw.junit(self.strict)
@@ -215,6 +225,8 @@ def check(
     vs: Optional[Subject] = None,
     strict: bool = False,
     name: Optional[str] = None,
+    boundaries: Sequence[int] = (),
+    timeout: Optional[float] = None,
 ) -> Report:
     """Runs a subject through variant families; one verdict per cell, as
     ``mxbi bi run``.
@@ -227,18 +239,27 @@ def check(
     (f32, bf16, f16, e4m3, e5m2; default: the model's, else f32).
     ``strict``: ``NON_DET`` and ``ERROR`` cells also fail. ``name``: the
     subject's name in the report (default ``python:QUALNAME``).
+    ``boundaries``: M values where a callable's behaviour may change (tile
+    heights, split thresholds); ``"edges"`` then adds b-1, b, b+1 for each.
+    ``timeout``: seconds an ``exec:`` runner may take to greet and per job
+    (default 120).
 
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
     """
     if isinstance(families, str):
         families = families.split(",")
+    ms = _ms(m)
+    if boundaries and isinstance(fn, str):
+        raise MxbiError("boundaries: only for a callable (a dispatch table declares its own)")
+    if ms is None and not isinstance(fn, str):
+        ms = _mxbi.edge_ms([int(b) for b in boundaries])
     raw = _mxbi.check(
         _subject(fn),
         [str(f) for f in families],
         int(k),
         int(n),
-        _ms(m),
+        ms,
         None if rows is None else [str(r) for r in rows],
         input,
         int(seed),
@@ -246,5 +267,6 @@ def check(
         None if vs is None else _subject(vs),
         _name(fn, name),
         None if vs is None else _name(vs, None),
+        timeout,
     )
-    return Report(raw, strict=strict)
+    return Report(raw, strict=strict, ms=ms)

@@ -16,6 +16,10 @@ verdict table of every cell. Options:
     recorded as the test case's ``mxbi_report`` property.
 ``--mxbi-strict``
     ``NON_DET`` and ``ERROR`` cells fail the test too.
+``--mxbi-no-explain``
+    skip the explanation of the first failing cell (by default the
+    explainer reveals the kernel's order on both sides of it: a few extra
+    launches of the kernel).
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ def pytest_addoption(parser: Any) -> None:
         default=False,
         help="NON_DET and ERROR cells of mxbi_bi checks fail the test too",
     )
+    group.addoption(
+        "--mxbi-no-explain",
+        action="store_true",
+        default=False,
+        help="do not explain the first failing cell of an mxbi_bi check (no extra kernel launches)",
+    )
 
 
 def _file_name(nodeid: str) -> str:
@@ -56,6 +66,7 @@ class BiChecker:
         self.reports: List[Any] = []
         self.report_dir: Optional[str] = request.config.getoption("--mxbi-report")
         self.strict: bool = bool(request.config.getoption("--mxbi-strict"))
+        self.explain: bool = not request.config.getoption("--mxbi-no-explain")
 
     def check(self, fn: Any, **kwargs: Any) -> Any:
         """Runs :func:`mxbi.bi.check`; fails the test unless it passed."""
@@ -77,10 +88,23 @@ class BiChecker:
                 "",
                 report.markdown().rstrip("\n"),
             ]
+            explanation = self._explain(fn, report)
+            if explanation:
+                msg += ["", "explanation:", explanation.rstrip("\n")]
             if path is not None:
                 msg += ["", f"JSON report: {path}"]
             pytest.fail("\n".join(msg), pytrace=False)
         return report
+
+    def _explain(self, fn: Any, report: Any) -> Optional[str]:
+        if not self.explain or not any(c.verdict == "BI_FAIL" for c in report.cells):
+            return None
+        import mxbi
+
+        try:
+            return mxbi.explain.explain_cell(fn, report)
+        except Exception as e:  # the verdict stands; say why there is no explanation
+            return f"(no explanation: {type(e).__name__}: {e})"
 
     def _write(self, report: Any) -> Optional[str]:
         if not self.report_dir:

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 

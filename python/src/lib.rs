@@ -8,12 +8,15 @@
 //! message (without its `mxbi: error: ` prefix). The GIL is released while
 //! mxbi computes; a Python subject re-acquires it to call its function.
 
+use mxbi::accuracy::{Golden, Standard};
 use mxbi::bi::{self, CheckOptions, Family, Report, RowPos};
+use mxbi::explain::{self, RevealOptions, Revealed};
 use mxbi::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use mxbi::gemm::{BLayout, Matrix, Problem};
+use mxbi::io::DType;
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset, ScaleLayout, ScaleMode};
 use mxbi::order::{InType, Order, Tree};
-use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
+use mxbi::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject, SubjectError};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -60,8 +63,14 @@ fn f32_values<'a>(x: &'a Floats<'_>, what: &str) -> PyResult<std::borrow::Cow<'a
         Floats::F32(a) => contiguous(a, what)?.into(),
         Floats::F64(a) => {
             let v = contiguous(a, what)?;
-            if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x) {
-                return Err(err(format!("{what}: element {i} ({x:e}) is not exactly representable in f32")));
+            if let Some((i, x)) = v
+                .iter()
+                .enumerate()
+                .find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x)
+            {
+                return Err(err(format!(
+                    "{what}: element {i} ({x:e}) is not exactly representable in f32"
+                )));
             }
             v.iter().map(|&x| x as f32).collect::<Vec<f32>>().into()
         }
@@ -91,12 +100,12 @@ fn formats() -> Vec<(&'static str, u32, f64, i32, bool, bool)> {
         .collect()
 }
 
+/// Codes (uint16) and their exact values (float64).
+type ValueTable<'py> = (Bound<'py, PyArrayDyn<u16>>, Bound<'py, PyArrayDyn<f64>>);
+
 /// Every code of a format and its exact value: (codes uint16, values float64).
 #[pyfunction]
-fn value_table<'py>(
-    py: Python<'py>,
-    format: &str,
-) -> PyResult<(Bound<'py, PyArrayDyn<u16>>, Bound<'py, PyArrayDyn<f64>>)> {
+fn value_table<'py>(py: Python<'py>, format: &str) -> PyResult<ValueTable<'py>> {
     let f: Format = parse(format)?;
     let (codes, values): (Vec<u16>, Vec<f64>) = f.value_table().into_iter().unzip();
     let n = codes.len();
@@ -192,7 +201,10 @@ fn cast<'py>(
 fn decode<'py>(py: Python<'py>, codes: Codes<'py>, format: &str) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     let f: Format = parse(format)?;
     let (shape, codes): (Vec<usize>, Vec<u16>) = match &codes {
-        Codes::U8(a) => (a.shape().to_vec(), contiguous(a, "codes")?.iter().map(|&c| c as u16).collect()),
+        Codes::U8(a) => (
+            a.shape().to_vec(),
+            contiguous(a, "codes")?.iter().map(|&c| c as u16).collect(),
+        ),
         Codes::U16(a) => (a.shape().to_vec(), contiguous(a, "codes")?.to_vec()),
     };
     if let Some((i, c)) = codes.iter().enumerate().find(|(_, &c)| c as u32 >= f.code_count()) {
@@ -216,11 +228,7 @@ fn check_swizzle(shape: &[usize], axis: isize) -> PyResult<()> {
     Ok(())
 }
 
-type Quantized<'py> = (
-    Bound<'py, PyArrayDyn<u8>>,
-    Bound<'py, PyArrayDyn<u8>>,
-    Option<String>,
-);
+type Quantized<'py> = (Bound<'py, PyArrayDyn<u8>>, Bound<'py, PyArrayDyn<u8>>, Option<String>);
 
 /// MX block quantization, as `mxbi quantize`: (codes uint8 of x's shape,
 /// E8M0 scales uint8, the `--stats` JSON when `stats`).
@@ -270,18 +278,23 @@ fn quantize<'py>(
     }
     let xs = f32_values(&x, "x")?;
     let xs: &[f32] = &xs;
-    let (q, st) = py.detach(|| -> Result<_, String> {
-        let q = mx::quantize(xs, &layout, f, &p).map_err(|e| e.to_string())?;
-        let st = if stats {
-            let s = mx::QuantStats::compute(xs, &q, &layout, f).map_err(|e| e.to_string())?;
-            Some(serde_json::to_string(&s).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
-        Ok((q, st))
-    })
-    .map_err(err)?;
-    let ax = if axis < 0 { (axis + shape.len() as isize) as usize } else { axis as usize };
+    let (q, st) = py
+        .detach(|| -> Result<_, String> {
+            let q = mx::quantize(xs, &layout, f, &p).map_err(|e| e.to_string())?;
+            let st = if stats {
+                let s = mx::QuantStats::compute(xs, &q, &layout, f).map_err(|e| e.to_string())?;
+                Some(serde_json::to_string(&s).map_err(|e| e.to_string())?)
+            } else {
+                None
+            };
+            Ok((q, st))
+        })
+        .map_err(err)?;
+    let ax = if axis < 0 {
+        (axis + shape.len() as isize) as usize
+    } else {
+        axis as usize
+    };
     let (scale_shape, scales) = match scale_layout {
         ScaleLayout::Plain => (AxisLayout::scale_shape(&shape, ax, layout.nblocks), q.scales),
         ScaleLayout::Swizzled128x4 => {
@@ -434,7 +447,10 @@ impl PyTree {
     /// One node described in words.
     fn describe(&self, node: usize) -> PyResult<String> {
         if node >= self.tree.nodes.len() {
-            return Err(err(format!("node {node} is out of range ({} nodes)", self.tree.nodes.len())));
+            return Err(err(format!(
+                "node {node} is out of range ({} nodes)",
+                self.tree.nodes.len()
+            )));
         }
         Ok(self.tree.describe_node(node))
     }
@@ -510,8 +526,14 @@ fn values(x: &Operand<'_>, what: &str) -> PyResult<Vec<f32>> {
         Operand::F32(a) => Ok(flat(a)),
         Operand::F64(a) => {
             let v = flat(a);
-            if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x) {
-                return Err(err(format!("{what}: element {i} ({x:e}) is not exactly representable in f32")));
+            if let Some((i, x)) = v
+                .iter()
+                .enumerate()
+                .find(|(_, x)| !x.is_nan() && (**x as f32) as f64 != **x)
+            {
+                return Err(err(format!(
+                    "{what}: element {i} ({x:e}) is not exactly representable in f32"
+                )));
             }
             Ok(v.iter().map(|&x| x as f32).collect())
         }
@@ -640,7 +662,9 @@ fn trace<'py>(
 ) -> PyResult<Vec<(usize, String, f32, String)>> {
     let order: Order = parse(order)?;
     let o = operands(&a, &b, b_layout, format, a_scales, b_scales)?;
-    let steps = py.detach(|| mxbi::gemm::trace(&order, &o.problem(), row, col)).map_err(err)?;
+    let steps = py
+        .detach(|| mxbi::gemm::trace(&order, &o.problem(), row, col))
+        .map_err(err)?;
     Ok(steps.into_iter().map(|s| (s.node, s.op, s.value, s.bits)).collect())
 }
 
@@ -659,6 +683,14 @@ struct PySubject {
 }
 
 impl PySubject {
+    /// Stops the checker at once (it re-raises the exception afterwards).
+    fn broken(&self) -> SubjectError {
+        SubjectError::Broken {
+            subject: self.name.clone(),
+            why: "interrupted".into(),
+        }
+    }
+
     fn failed(&self, why: impl Into<String>) -> SubjectError {
         SubjectError::Failed {
             subject: self.name.clone(),
@@ -680,7 +712,7 @@ impl Subject for PySubject {
             });
         };
         if self.abort.lock().map(|g| g.is_some()).unwrap_or(true) {
-            return Err(self.failed("interrupted"));
+            return Err(self.broken());
         }
         let (m, n, k) = (p.m, p.n, p.k);
         let b_kn: std::borrow::Cow<[f32]> = match p.b_layout {
@@ -700,7 +732,7 @@ impl Subject for PySubject {
                         if let Ok(mut g) = self.abort.lock() {
                             *g = Some(e);
                         }
-                        return Err(self.failed("interrupted"));
+                        return Err(self.broken());
                     }
                     return Err(self.failed(mxbi::cli::one_line(&e.to_string())));
                 }
@@ -755,50 +787,113 @@ struct Parsed {
     abort: Option<Arc<Mutex<Option<PyErr>>>>,
 }
 
-/// A subject: the spec strings `model:ORDER` and `dispatch:FILE` (as the
-/// CLI's `--subject`) or a callable, named `name`.
-fn subject(spec: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<Parsed> {
+/// What runner subjects (`exec:`, `dump:`) take from the call (the CLI's
+/// `--input`, `--timeout`).
+#[derive(Clone, Copy, Default)]
+struct RunnerCtx {
+    input: Option<InType>,
+    /// Seconds (None: the default, 120).
+    timeout: Option<f64>,
+}
+
+/// A subject spec string, as the CLI's `--subject` (`model:ORDER`,
+/// `dispatch:FILE`, `exec:CMD`, `dump:DIR`, and the GPU kinds, which need a
+/// build with feature `cuda` and say so otherwise), with the CLI's messages.
+fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
+    if let Some(gpu) = mxbi::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(err)?;
+        return Ok(Parsed {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: mxbi::device::subject::gpu_subject_from_spec(spec)
+                .ok_or_else(|| err(format!("subject '{spec}': not a GPU kind")))?
+                .map_err(err)?,
+            abort: None,
+        });
+    }
+    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
+        err(format!(
+            "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
+        ))
+    })?;
+    match kind {
+        "model" => {
+            let order: Order = parse(arg)?;
+            Ok(Parsed {
+                subject: Box::new(Model::new(order)),
+                input: Some(bi::input_of(&order)),
+                boundaries: vec![],
+                abort: None,
+            })
+        }
+        "dispatch" => {
+            let path = std::path::Path::new(arg);
+            let len = std::fs::metadata(path)
+                .map_err(|e| err(format!("dispatch table {arg}: {e}")))?
+                .len();
+            if len > MAX_TABLE_BYTES {
+                return Err(err(format!(
+                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
+                )));
+            }
+            let text = std::fs::read_to_string(path).map_err(|e| err(format!("dispatch table {arg}: {e}")))?;
+            let d = Dispatch::parse(arg, &text).map_err(err)?;
+            let inputs: Vec<InType> = d.entries.iter().map(|e| bi::input_of(&e.order)).collect();
+            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
+            Ok(Parsed {
+                boundaries: d.m_boundaries(),
+                subject: Box::new(d),
+                input,
+                abort: None,
+            })
+        }
+        "exec" => {
+            let mut opts = ExecOptions {
+                input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
+            };
+            if let Some(t) = ctx.timeout {
+                if !(t > 0.0 && t <= 86_400.0) {
+                    return Err(err(format!("timeout {t}: expected seconds in (0, 86400]")));
+                }
+                opts.timeout = std::time::Duration::from_secs_f64(t);
+            }
+            let e = Exec::start(arg, opts.clone()).map_err(err)?;
+            Ok(Parsed {
+                subject: Box::new(e),
+                input: Some(opts.input),
+                boundaries: vec![],
+                abort: None,
+            })
+        }
+        "dump" => {
+            let d = Dump::open(arg).map_err(err)?;
+            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
+                return Err(err(format!(
+                    "dump folder {arg} holds {} inputs, not {} (input)",
+                    d.input_type().name(),
+                    t.name()
+                )));
+            }
+            Ok(Parsed {
+                input: Some(d.input_type()),
+                boundaries: d.boundaries().to_vec(),
+                subject: Box::new(d),
+                abort: None,
+            })
+        }
+        _ => Err(err(format!(
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
+        ))),
+    }
+}
+
+/// A subject: a spec string (see [`subject_from_spec`]) or a callable,
+/// named `name`.
+fn subject(spec: &Bound<'_, PyAny>, name: Option<String>, ctx: RunnerCtx) -> PyResult<Parsed> {
     if let Ok(s) = spec.cast::<PyString>() {
         let spec: String = s.extract()?;
-        let spec = spec.as_str();
-        let (kind, arg) = spec
-            .split_once(':')
-            .ok_or_else(|| err(format!("subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)")))?;
-        return match kind {
-            "model" => {
-                let order: Order = parse(arg)?;
-                Ok(Parsed {
-                    subject: Box::new(Model::new(order)),
-                    input: Some(bi::input_of(&order)),
-                    boundaries: vec![],
-                    abort: None,
-                })
-            }
-            "dispatch" => {
-                let path = std::path::Path::new(arg);
-                let len = std::fs::metadata(path)
-                    .map_err(|e| err(format!("dispatch table {arg}: {e}")))?
-                    .len();
-                if len > MAX_TABLE_BYTES {
-                    return Err(err(format!(
-                        "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
-                    )));
-                }
-                let text = std::fs::read_to_string(path).map_err(|e| err(format!("dispatch table {arg}: {e}")))?;
-                let d = Dispatch::parse(arg, &text).map_err(err)?;
-                let inputs: Vec<InType> = d.entries.iter().map(|e| bi::input_of(&e.order)).collect();
-                let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
-                Ok(Parsed {
-                    boundaries: d.m_boundaries(),
-                    subject: Box::new(d),
-                    input,
-                    abort: None,
-                })
-            }
-            _ => Err(err(format!(
-                "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
-            ))),
-        };
+        return subject_from_spec(&spec, ctx);
     }
     if !spec.is_callable() {
         let ty = spec.get_type().name()?.to_string();
@@ -808,7 +903,12 @@ fn subject(spec: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<Parsed> {
     }
     let name = match name {
         Some(n) => n,
-        None => format!("python:{}", spec.getattr("__qualname__").map(|q| q.to_string()).unwrap_or_else(|_| "fn".into())),
+        None => format!(
+            "python:{}",
+            spec.getattr("__qualname__")
+                .map(|q| q.to_string())
+                .unwrap_or_else(|_| "fn".into())
+        ),
     };
     let abort = Arc::new(Mutex::new(None));
     let s = PySubject {
@@ -824,6 +924,34 @@ fn subject(spec: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<Parsed> {
     })
 }
 
+/// The input type named (the CLI's message), else the subject's own, else f32.
+fn in_type(input: Option<&str>, own: Option<InType>) -> PyResult<InType> {
+    match input {
+        Some(t) => InType::from_name(t).ok_or_else(|| {
+            err(format!(
+                "unknown input type '{t}'; expected f32, bf16, f16, e4m3 or e5m2"
+            ))
+        }),
+        None => Ok(own.unwrap_or(InType::F32)),
+    }
+}
+
+/// Re-raises a `BaseException` a Python subject's function raised.
+fn take_abort(p: &Parsed) -> PyResult<()> {
+    if let Some(slot) = &p.abort {
+        if let Some(e) = slot.lock().ok().and_then(|mut g| g.take()) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The batch sizes of an `edges` sweep for these boundaries.
+#[pyfunction]
+fn edge_ms(boundaries: Vec<usize>) -> Vec<usize> {
+    bi::edge_ms(&boundaries)
+}
+
 /// The report of a check (the JSON of `mxbi bi run --json`, its text,
 /// Markdown and JUnit).
 #[pyclass(module = "mxbi._mxbi", name = "RawReport", frozen)]
@@ -835,7 +963,13 @@ struct PyReport {
 impl PyReport {
     /// The JSON report, byte for byte what `mxbi bi run --json` writes.
     fn to_json(&self) -> PyResult<String> {
-        serde_json::to_string_pretty(&self.report).map_err(err)
+        let mut s = serde_json::to_string_pretty(&self.report).map_err(err)?;
+        s.push('\n');
+        Ok(s)
+    }
+    /// The SVG heatmap of `mxbi bi run --svg`.
+    fn svg(&self) -> String {
+        bi::heatmap(&self.report)
     }
     /// What `mxbi bi run` prints: non-passing cells, then the summary line.
     fn text(&self) -> String {
@@ -860,7 +994,7 @@ impl PyReport {
 
 /// The batch-invariance checker, as `mxbi bi run`.
 #[pyfunction]
-#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None))]
+#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None))]
 #[allow(clippy::too_many_arguments)]
 fn check<'py>(
     py: Python<'py>,
@@ -876,9 +1010,15 @@ fn check<'py>(
     vs: Option<&Bound<'py, PyAny>>,
     name: Option<String>,
     vs_name: Option<String>,
+    timeout: Option<f64>,
 ) -> PyResult<PyReport> {
-    let s = self::subject(subject, name)?;
-    let v = vs.map(|v| self::subject(v, vs_name)).transpose()?;
+    let input_named = input.map(|t| in_type(Some(t), None)).transpose()?;
+    let ctx = RunnerCtx {
+        input: input_named,
+        timeout,
+    };
+    let s = self::subject(subject, name, ctx)?;
+    let v = vs.map(|v| self::subject(v, vs_name, ctx)).transpose()?;
     let families: Vec<Family> = families
         .iter()
         .map(|f| f.trim().parse::<Family>().map_err(|e| err(format!("families: {e}"))))
@@ -889,11 +1029,7 @@ fn check<'py>(
         .map(|r| r.trim().parse::<RowPos>().map_err(|e| err(format!("rows: {e}"))))
         .collect::<PyResult<_>>()?;
     let ms = ms.unwrap_or_else(|| bi::edge_ms(&s.boundaries));
-    let input = match input {
-        Some(t) => InType::from_name(t)
-            .ok_or_else(|| err(format!("unknown input type '{t}'; expected f32, bf16, f16, e4m3 or e5m2")))?,
-        None => s.input.unwrap_or(InType::F32),
-    };
+    let input = in_type(input, s.input)?;
     let opts = CheckOptions {
         families,
         ms,
@@ -908,13 +1044,243 @@ fn check<'py>(
     let other: Option<&dyn Subject> = v.as_ref().map(|p| p.subject.as_ref());
     let result = py.detach(|| bi::check(subj, other, &opts, &|_, _| {}));
     // a KeyboardInterrupt (or SystemExit) inside fn ends the check
-    for slot in std::iter::once(&s).chain(v.as_ref()).filter_map(|p| p.abort.as_ref()) {
-        if let Some(e) = slot.lock().ok().and_then(|mut g| g.take()) {
-            return Err(e);
-        }
+    take_abort(&s)?;
+    if let Some(v) = &v {
+        take_abort(v)?;
     }
     let report = result.map_err(err)?;
     Ok(PyReport { report })
+}
+
+// ---------------------------------------------------------------- the explainer
+
+/// The result of [`reveal`]: `str()` is the explainer's text.
+#[pyclass(module = "mxbi._mxbi", name = "Revealed", frozen)]
+struct PyRevealed {
+    r: Revealed,
+}
+
+#[pymethods]
+impl PyRevealed {
+    fn __str__(&self) -> String {
+        self.r.to_string()
+    }
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.r).map_err(err)
+    }
+    /// The simplest order whose tree is the recovered one and whose bytes
+    /// equal the subject's on the verification inputs (None: the grammar
+    /// cannot say it).
+    #[getter]
+    fn order(&self) -> Option<String> {
+        self.r.order.map(|o| o.to_string())
+    }
+    /// Other orders with the same shape and the same bytes.
+    #[getter]
+    fn equivalent(&self) -> Vec<String> {
+        self.r.equivalent.iter().map(|o| o.to_string()).collect()
+    }
+    #[getter]
+    fn launches(&self) -> usize {
+        self.r.launches
+    }
+    #[getter]
+    fn probes(&self) -> usize {
+        self.r.probes
+    }
+    #[getter]
+    fn disagreements(&self) -> usize {
+        self.r.disagreement_count
+    }
+    /// The recovered summation tree, one node a line.
+    fn shape(&self) -> String {
+        self.r.shape.listing()
+    }
+}
+
+/// Recovers a subject's reduction tree at one launch shape (FPRev-style
+/// probes through the subject interface).
+#[pyfunction]
+#[pyo3(signature = (subject, m, k, n, input=None, seed=7, verify_rows=4, name=None))]
+#[allow(clippy::too_many_arguments)]
+fn reveal(
+    py: Python<'_>,
+    subject: &Bound<'_, PyAny>,
+    m: usize,
+    k: usize,
+    n: usize,
+    input: Option<&str>,
+    seed: u64,
+    verify_rows: usize,
+    name: Option<String>,
+) -> PyResult<PyRevealed> {
+    let named = input.map(|t| in_type(Some(t), None)).transpose()?;
+    let s = self::subject(
+        subject,
+        name,
+        RunnerCtx {
+            input: named,
+            timeout: None,
+        },
+    )?;
+    let input = in_type(input, s.input)?;
+    let o = RevealOptions {
+        m,
+        k,
+        n,
+        input,
+        seed,
+        verify_rows,
+    };
+    let subj: &dyn Subject = s.subject.as_ref();
+    let r = py.detach(|| explain::reveal(subj, o));
+    take_abort(&s)?;
+    Ok(PyRevealed { r: r.map_err(err)? })
+}
+
+/// Where two orders' trees first diverge for K and why, with fixes when the
+/// two sides are batch sizes: (the explanation, the fixes).
+#[pyfunction]
+#[pyo3(signature = (left, right, k, mx=false, m_left=None, m_right=None))]
+fn diverge(
+    left: &str,
+    right: &str,
+    k: usize,
+    mx: bool,
+    m_left: Option<usize>,
+    m_right: Option<usize>,
+) -> PyResult<(String, Vec<String>)> {
+    let (l, r): (Order, Order) = (parse(left)?, parse(right)?);
+    l.check_size(k).map_err(err)?;
+    r.check_size(k).map_err(err)?;
+    let d = explain::diverge(&l, &r, k, mx);
+    let varies = match (m_left, m_right) {
+        (Some(left), Some(right)) => explain::Varies::BatchSize { left, right },
+        _ => explain::Varies::Unknown,
+    };
+    let fixes = explain::suggest(&d, &varies).iter().map(|f| f.to_string()).collect();
+    Ok((d.to_string(), fixes))
+}
+
+// ---------------------------------------------------------------- accuracy
+
+/// An accuracy report (`mxbi accuracy`): `text()` is what the CLI prints.
+#[pyclass(module = "mxbi._mxbi", name = "AccuracyReport", frozen)]
+struct PyAccuracy {
+    r: mxbi::accuracy::Report,
+}
+
+#[pymethods]
+impl PyAccuracy {
+    fn text(&self) -> String {
+        self.r.text()
+    }
+    /// The JSON `mxbi accuracy --json` prints.
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.r).map_err(err)
+    }
+    #[getter]
+    fn passed(&self) -> bool {
+        self.r.passed()
+    }
+}
+
+fn output_dtype(s: &str) -> PyResult<DType> {
+    let d = DType::from_name(s).ok_or_else(|| err(format!("unknown dtype '{s}'")))?;
+    match d {
+        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::F8E4M3 | DType::F8E5M2 => Ok(d),
+        _ => Err(err(format!(
+            "dtype {s}: expected an output type: f32, f64, bf16, f16, e4m3, e5m2"
+        ))),
+    }
+}
+
+/// Judges an output against a golden (given, or the exact product of
+/// `a`/`b`) and a benchmark (values, or a subject run on `a`/`b`), as
+/// `mxbi accuracy`.
+#[pyfunction]
+#[pyo3(signature = (actual, dtype, standard="atk", golden=None, benchmark=None, a=None, b=None, b_layout="kn",
+                    format=None, a_scales=None, b_scales=None, subject=None, rtol=None, atol=None))]
+#[allow(clippy::too_many_arguments)]
+fn accuracy<'py>(
+    py: Python<'py>,
+    actual: PyReadonlyArrayDyn<'py, f64>,
+    dtype: &str,
+    standard: &str,
+    golden: Option<PyReadonlyArrayDyn<'py, f64>>,
+    benchmark: Option<PyReadonlyArrayDyn<'py, f64>>,
+    a: Option<Operand<'py>>,
+    b: Option<Operand<'py>>,
+    b_layout: &str,
+    format: Option<&str>,
+    a_scales: Option<PyReadonlyArrayDyn<'py, u8>>,
+    b_scales: Option<PyReadonlyArrayDyn<'py, u8>>,
+    subject: Option<&Bound<'py, PyAny>>,
+    rtol: Option<f64>,
+    atol: Option<f64>,
+) -> PyResult<PyAccuracy> {
+    let mut standard: Standard = parse(standard)?;
+    if rtol.is_some() || atol.is_some() {
+        let Standard::AssertClose { rtol: r, atol: t } = &mut standard else {
+            return Err(err("rtol/atol apply to standard='assert-close' only"));
+        };
+        *r = rtol;
+        *t = atol;
+    }
+    let dtype = output_dtype(dtype)?;
+    let shape = actual.shape().to_vec();
+    let actual = contiguous(&actual, "actual")?.to_vec();
+    let same = |what: &str, got: &[usize]| -> PyResult<()> {
+        if got != shape.as_slice() {
+            return Err(err(format!(
+                "shape mismatch: {what} is {got:?}, the actual output is {shape:?}"
+            )));
+        }
+        Ok(())
+    };
+    let bench_values = match &benchmark {
+        Some(v) => {
+            same("the benchmark", v.shape())?;
+            Some(contiguous(v, "benchmark")?.to_vec())
+        }
+        None => None,
+    };
+    let (gold, bench) = match (golden, a, b) {
+        (Some(g), None, None) => {
+            if subject.is_some() {
+                return Err(err("a benchmark subject needs a and b (its inputs)"));
+            }
+            same("the golden", g.shape())?;
+            (Golden::given(contiguous(&g, "golden")?.to_vec()), bench_values)
+        }
+        (None, Some(a), Some(b)) => {
+            let o = operands(&a, &b, b_layout, format, a_scales, b_scales)?;
+            if shape != [o.m, o.n] {
+                return Err(err(format!(
+                    "shape mismatch: the actual output is {shape:?}, A x B is [{}, {}]",
+                    o.m, o.n
+                )));
+            }
+            let g = py.detach(|| mxbi::accuracy::golden::gemm(&o.problem())).map_err(err)?;
+            let bench = match subject {
+                Some(spec) => {
+                    let s = self::subject(spec, None, RunnerCtx::default())?;
+                    let subj: &dyn Subject = s.subject.as_ref();
+                    let out = py.detach(|| subj.run(&o.problem(), None));
+                    take_abort(&s)?;
+                    Some(out.map_err(err)?.into_iter().map(f64::from).collect())
+                }
+                None => bench_values,
+            };
+            (g, bench)
+        }
+        (Some(_), _, _) => return Err(err("give a golden or a and b, not both")),
+        _ => return Err(err("a golden is needed: golden=, or a= and b= to compute it")),
+    };
+    let r = py
+        .detach(|| mxbi::accuracy::judge(&standard, dtype, &actual, bench.as_deref(), &gold))
+        .map_err(err)?;
+    Ok(PyAccuracy { r })
 }
 
 #[pymodule]
@@ -934,5 +1300,11 @@ fn _mxbi(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOrder>()?;
     m.add_class::<PyTree>()?;
     m.add_class::<PyReport>()?;
+    m.add_function(wrap_pyfunction!(edge_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(reveal, m)?)?;
+    m.add_function(wrap_pyfunction!(diverge, m)?)?;
+    m.add_function(wrap_pyfunction!(accuracy, m)?)?;
+    m.add_class::<PyRevealed>()?;
+    m.add_class::<PyAccuracy>()?;
     Ok(())
 }

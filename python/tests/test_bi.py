@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mxbi
+import mxbi.runner
 from conftest import SPLIT_K_BY_M_TABLE, draw, muladd, muladd_split, run_cli, split_k_by_m
 
 FAMILIES = ["content", "batch", "position", "permutation", "repeat"]
@@ -57,8 +58,10 @@ def test_a_split_k_by_m_kernel_fails_batch_exactly_where_its_split_changes():
     text = str(report)
     assert "BI_FAIL  batch/m=5/k=96/n=6/row=0" in text
     assert text.endswith(report.summary_line() + "\n")
-    assert "| `batch/m=5/k=96/n=6/row=0` | BI_FAIL |" in report.markdown()
+    md = report.markdown()  # the verdict table of every cell
+    assert md.startswith("# Batch invariance: `python:split_k_by_m`") and md.count("BI_FAIL") >= 3
     assert 'type="BI_FAIL"' in report.junit()
+    assert report.svg().startswith("<svg") and report.ms == MS
 
 
 def test_the_same_bytes_through_python_and_the_cli(tmp_path):
@@ -75,7 +78,7 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     assert p.returncode == 1, p.stderr
     cli = (tmp_path / "r.json").read_text()
     py = mxbi.bi.check(split_k_by_m, families=["batch", "position", "content"], k=K, n=N, m=MS)
-    assert json.dumps(renamed(py, "dispatch:t.json"), indent=2) == cli
+    assert json.dumps(renamed(py, "dispatch:t.json"), indent=2) + "\n" == cli
     assert py.exit_code == p.returncode
 
     spec = "model:fma;split=4"
@@ -84,6 +87,75 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     r = mxbi.bi.check(spec, families="batch,permutation,repeat", k=64, n=8, m=[1, 5, 9], rows=[0, "last"], seed=7)
     assert r.to_json() == (tmp_path / "m.json").read_text()
     assert str(r) == p.stdout and r.exit_code == p.returncode == 0
+
+
+def test_edges_around_declared_boundaries():
+    r = mxbi.bi.check(split_k_by_m, families=["batch"], k=16, n=2, boundaries=[4])
+    assert r.ms == [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513]
+    assert {c.m for c in r.cells if c.verdict == "BI_FAIL"} == {m for m in r.ms if m > 4}
+    with pytest.raises(mxbi.MxbiError, match="boundaries: only for a callable"):
+        mxbi.bi.check("model:fma", families=["batch"], k=16, n=2, boundaries=[4])
+
+
+RUNNER = """
+import sys
+sys.path.insert(0, {examples!r})
+import numpy as np
+from mxbi_runner import serve
+
+def split_k_by_m(a, b):
+    def muladd(a, b):
+        acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+        for k in range(a.shape[1]):
+            acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        return acc
+    if a.shape[0] <= 4:
+        return muladd(a, b)
+    q = -(-a.shape[1] // 4)
+    parts = [muladd(a[:, p * q:(p + 1) * q], b[p * q:(p + 1) * q]) for p in range(4)]
+    return ((parts[0] + parts[1]) + parts[2]) + parts[3]
+
+serve(split_k_by_m, "split_k_by_m")
+"""
+
+
+def test_in_process_and_through_an_exec_runner_give_the_same_report(tmp_path):
+    """The same callable in-process and as an mxbi-exec/1 runner (the
+    examples/ helper): the same cells, verdicts and bytes."""
+    import sys
+
+    from conftest import ROOT
+
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER.format(examples=str(ROOT / "examples")))
+    spec = f"exec:{sys.executable} {runner}"
+    kw = dict(families=["batch", "position", "repeat"], k=K, n=N, m=MS)
+    ex = mxbi.bi.check(spec, **kw)
+    py = mxbi.bi.check(split_k_by_m, **kw)
+    assert ex.subject == "exec:split_k_by_m" and not ex.passed  # named by the runner's greeting
+    assert renamed(py, ex.subject) == json.loads(ex.to_json())
+    with pytest.raises(mxbi.MxbiError, match="timeout 0: expected seconds"):
+        mxbi.bi.check(spec, timeout=0, **kw)
+    # the runner script itself, loaded in-process: the same report again
+    inproc = mxbi.runner.in_process(str(runner))
+    assert inproc.name == "split_k_by_m"
+    again = mxbi.bi.check(inproc, name="exec:" + inproc.name, **kw)
+    assert again.to_json() == ex.to_json()
+
+
+def test_the_examples_numpy_runner_in_process_and_through_exec():
+    """examples/runner_numpy_f32.py (the machine's BLAS): whatever its
+    verdicts, they are the same in-process and through exec:."""
+    import sys
+
+    from conftest import ROOT
+
+    script = str(ROOT / "examples" / "runner_numpy_f32.py")
+    kw = dict(families=["batch", "content", "repeat"], k=256, n=16, m=[1, 2, 9, 64])
+    ex = mxbi.bi.check(f"exec:{sys.executable} {script}", **kw)
+    inproc = mxbi.runner.in_process(script)
+    py = mxbi.bi.check(inproc, name=ex.subject, **kw)
+    assert py.to_json() == ex.to_json()
 
 
 def test_a_kernel_reading_other_rows_fails_content():

@@ -38,8 +38,11 @@ def test_the_fixture_fails_the_test_with_the_verdict_table(pytester):
     result.stdout.fnmatch_lines([
         "*mxbi: the batch-invariance check of python:split_k_by_m did not pass (the CLI would exit 1)*",
         "BI_FAIL  batch/m=8/k=64/n=4/row=0: 1 of 1 rows*",
-        "*| `batch/m=3/k=64/n=4/row=0` | BI_PASS |*",
-        "*| `batch/m=8/k=64/n=4/row=0` | BI_FAIL |*",
+        "# Batch invariance: `python:split_k_by_m`",
+        "*| 3 | 64 | 4 | 0 | BI_PASS |*",
+        "*| 8 | 64 | 4 | 0 | *BI_FAIL* |*",
+        "explanation:",
+        "batch/m=8/k=64/n=4/row=0: at M=1 the kernel runs muladd; at M=8 it runs muladd;split=2",
     ])
     files = sorted(p.name for p in reports.iterdir())
     assert files == ["test_kernels.py_test_invariant.json", "test_kernels.py_test_split.json"]
@@ -53,6 +56,9 @@ def test_the_fixture_fails_the_test_with_the_verdict_table(pytester):
 def test_the_plugin_is_registered_by_its_entry_point(pytester):
     pytester.makepyfile(test_kernels=KERNELS)
     # no -p: the pytest11 entry point of the installed package loads it
+    result = pytester.runpytest_subprocess("-k", "split", "--mxbi-no-explain")
+    result.assert_outcomes(failed=1)
+    assert "explanation:" not in result.stdout.str()
     result = pytester.runpytest_subprocess("-k", "invariant", "--mxbi-strict")
     result.assert_outcomes(passed=1)
     help_text = pytester.runpytest_subprocess("--help").stdout.str()

@@ -25,10 +25,11 @@ ex=$(realpath "${MXBI_EXAMPLES:-examples}")
 seal=$(realpath "$(dirname "$0")/bi_seal.py")
 jobs=${MXBI_BI_JOBS:-12}
 # stages (comma-separated): smoke (each runner's output vs the f64 product), vendor
-# (cuBLAS/cuBLASLt live checks and a switch against the CPU model), cuda (generated
+# (cuBLAS/cuBLASLt live checks and a switch against the CPU model), vendor2 (see there),
+# cuda (generated
 # kernels), dumps (the dump captures), runners (live checks through exec:, and
 # switches between the library subjects and the runners that call the same library)
-stages=,${MXBI_BI_STAGES:-smoke,vendor,cuda,dumps,runners},
+stages=,${MXBI_BI_STAGES:-smoke,vendor,vendor2,cuda,dumps,runners},
 on() { case "$stages" in *,$1,*) return 0;; esac; return 1; }
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/local/cuda/lib64}
 export PYTHONUNBUFFERED=1
@@ -131,9 +132,24 @@ runner torch-linear-f32-tf32off f32 no "python3 $ex/runner_torch.py linear f32 -
 runner torch-linear-f32-tf32on f32 no "python3 $ex/runner_torch.py linear f32 --tf32 on"
 # a library subject and a runner that calls the same library on the same batches
 live sgemm-vs-torch-matmul-f32 cublas:sgemm --vs "exec:python3 $ex/runner_torch.py matmul f32 --tf32 off" --family switch --m 1,17,128,1024 --k 2048 --n 2048
-live gemmex-bf16-vs-torch-matmul-bf16 cublas:gemmex-bf16 --vs "exec:python3 $ex/runner_torch.py matmul bf16" --family switch --m 1,17,128,1024 --k 2048 --n 2048
-live lt-fp8-tensor-vs-scaled-mm cublaslt:fp8-tensor --vs "exec:python3 $ex/runner_torch_scaled_mm.py" --family switch --m 16,128,1024 --k 2048 --n 2048
+live gemmex-bf16-vs-torch-matmul-bf16 cublas:gemmex-bf16 --vs "exec:python3 $ex/runner_torch.py matmul bf16" --input bf16 --family switch --m 1,17,128,1024 --k 2048 --n 2048
+live lt-fp8-tensor-vs-scaled-mm cublaslt:fp8-tensor --vs "exec:python3 $ex/runner_torch_scaled_mm.py" --input e4m3 --family switch --m 16,128,1024 --k 2048 --n 2048
 }
+# vendor2: the runs of `vendor` that need less work or another M list: at K = 7168 the
+# bf16/FP8 subjects by the batch family alone (row 0 against M = 1, the vendor table's
+# comparison), and the block-scaled FP8 case, which cuBLASLt refuses unless M % 4 == 0,
+# over multiples of 4 (its batch baseline M = 4, as the vendor table)
+M4=4,8,16,32,64,128,256,512,1024
+if on vendor2; then
+  for s in cublas:gemmex-bf16 cublaslt:bf16 cublaslt:bf16:pinned cublaslt:fp8-tensor cublaslt:fp8-tensor:pinned; do
+    live "$(echo "$s" | tr ':' '-')-k7168-batch" "$s" --family batch --m $L --k 7168 --n 2048
+  done
+  for s in cublaslt:fp8-blk128 cublaslt:fp8-blk128:pinned; do
+    slug=$(echo "$s" | tr ':' '-')
+    live "$slug-m4-k2048" "$s" --family batch,position,content --m $M4 --k 2048 --n 2048
+    live "$slug-m4-k7168-batch" "$s" --family batch --m $M4 --k 7168 --n 2048
+  done
+fi
 for o in "fma" "fma;split=4;reduce=pairwise" "hopper-bf16"; do
   on cuda || break
   slug=cuda-$(echo "$o" | tr ';=' '-_')

@@ -17,9 +17,10 @@
 //!   row, at each of `row_positions`. It maps onto the `content` family
 //!   (which `families` must then include) with those positions;
 //!   `n_variants` counts the variants compared (A and B): only 2 exists.
-//! - `standard.acc` (an accuracy standard's name) and `standard.perf`
-//!   (performance thresholds) are parsed and carried into the report
-//!   unevaluated.
+//! - `standard.acc` (an accuracy standard's name, docs/ACCURACY.md) is
+//!   evaluated by `mxbi bi run` beside the cells, on the first batch size;
+//!   `standard.perf` (performance thresholds) is parsed and carried into
+//!   the report unevaluated.
 //! - Inconsistent settings are refused with one line: `positions` that
 //!   disagree with `standard.bi.row_positions`, positions when no chosen
 //!   family uses them, `vs` without the `switch` family.
@@ -93,8 +94,8 @@ pub struct Case {
     /// Runs of the repeat family (default 3, at least 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<usize>,
-    /// The seed-000 standards: `acc` and `perf` are carried into the
-    /// report; `bi` selects the content test.
+    /// The seed-000 standards: `acc` is evaluated beside the cells, `perf`
+    /// is carried into the report; `bi` selects the content test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<Standard>,
 }
@@ -103,8 +104,8 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Standard {
-    /// The accuracy standard's name (e.g. "cv_fused_double_benchmark");
-    /// carried into the report, not evaluated by the checker.
+    /// The accuracy standard's name (e.g. "cv_fused_double_benchmark";
+    /// docs/ACCURACY.md), evaluated beside the cells on the first batch size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acc: Option<String>,
     /// Performance thresholds (e.g. [0.95, 0.95]); carried into the report,

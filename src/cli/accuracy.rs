@@ -8,12 +8,16 @@
 //! `warn` included); 1: it fails; 2: bad input or a case that cannot be
 //! judged (one line on stderr).
 
-use super::bi::{parse_subject, RunnerCtx};
+use super::bi::parse_subject;
 use super::gemm::{load_operands, OperandArgs};
 use super::{load, CliError, Outcome, Result};
-use crate::accuracy::{golden, judge, Golden, Standard};
+use crate::accuracy::{golden, judge, judge_subject, CaseAccuracy, Golden, Standard};
+use crate::bi::{CheckOptions, Rows};
+use crate::gemm::{BLayout, Matrix, Problem};
 use crate::io::{DType, TensorData};
 use crate::mx::MxFormat;
+use crate::order::{Order, OutFmt};
+use crate::subject::{Model, Subject};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -184,7 +188,7 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
             let g = golden::gemm(&p)?;
             let bench = match &a.subject {
                 Some(spec) => {
-                    let s = parse_subject(spec, &RunnerCtx::defaults())?;
+                    let s = parse_subject(spec)?;
                     let out = s.subject.run(&p, None)?;
                     Some(out.into_iter().map(f64::from).collect())
                 }
@@ -205,4 +209,53 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// A case's `standard.acc` as a standard (checked before the case runs).
+pub(super) fn case_standard(case: &str, acc: &str) -> Result<Standard> {
+    acc.parse()
+        .map_err(|e: String| CliError(format!("{case}: standard.acc: {e}")))
+}
+
+/// The accuracy half of a case (docs/ACCURACY.md, "In a BI case"): the
+/// subject's output on the case's first batch size M, the checker's batch
+/// with the target row first (row ids 0..M of its generator: seed, K, N,
+/// input type), judged by `standard`
+/// against the exact golden and the CPU model's `fma` order with the
+/// subject's output type (a model subject's `out=`; f32 otherwise).
+pub(super) fn case_accuracy(
+    acc: &str,
+    standard: &Standard,
+    spec: &str,
+    subject: &dyn Subject,
+    opts: &CheckOptions,
+) -> Result<CaseAccuracy> {
+    let out = match spec.strip_prefix("model:") {
+        Some(o) => o.parse::<Order>()?.out,
+        None => OutFmt::F32,
+    };
+    let (dtype, bench_order) = match out {
+        OutFmt::F32 => (DType::F32, "fma"),
+        OutFmt::Bf16 => (DType::BF16, "fma;out=bf16"),
+        OutFmt::F16 => (DType::F16, "fma;out=f16"),
+    };
+    let m = *opts
+        .ms
+        .first()
+        .ok_or_else(|| CliError("standard.acc: the case has no batch size".into()))?;
+    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
+    let ids: Vec<u64> = (0..m as u64).collect();
+    let a = rows.batch(&ids);
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&rows.b),
+        m,
+        n: opts.n,
+        k: opts.k,
+        b_layout: BLayout::Kn,
+    };
+    let bench = Model::new(bench_order.parse()?);
+    let report =
+        judge_subject(subject, &bench, &p, standard, dtype).map_err(|e| CliError(format!("standard.acc: {e}")))?;
+    Ok(CaseAccuracy::new(acc, dtype, m, &bench, &report))
 }

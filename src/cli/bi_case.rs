@@ -3,7 +3,7 @@
 //! standards carried into the report. `mxbi bi schema` prints the case
 //! format's JSON Schema.
 
-use super::bi::{parse_subject, RunnerCtx};
+use super::bi::parse_subject;
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
 use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
@@ -39,15 +39,17 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
     let base = path.parent().unwrap_or(Path::new(""));
-    let subject = parse_subject(&resolve_spec(&case.subject, base), &RunnerCtx::defaults())?;
+    let subject = parse_subject(&resolve_spec(&case.subject, base))?;
     let vs = case
         .vs
         .as_deref()
-        .map(|s| parse_subject(&resolve_spec(s, base), &RunnerCtx::defaults()))
+        .map(|s| parse_subject(&resolve_spec(s, base)))
         .transpose()?;
     let opts = case
         .options(subject.input, &subject.boundaries)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
+    let acc = case.standard.as_ref().and_then(|s| s.acc.as_deref());
+    let acc_standard = acc.map(|a| super::accuracy::case_standard(&name, a)).transpose()?;
     let pb = progress_bar();
     let report = check(
         subject.subject.as_ref(),
@@ -57,6 +59,12 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
+    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
+    if let (Some(a), Some(std)) = (acc, &acc_standard) {
+        let v = super::accuracy::case_accuracy(a, std, &case.subject, subject.subject.as_ref(), &opts)
+            .map_err(|e| CliError(format!("{name}: {}", e.0)))?;
+        report.accuracy = Some(v);
+    }
     report.case = Some(CaseInfo {
         name: case.name.clone(),
         standard: case.standard.clone(),

@@ -19,11 +19,11 @@ use std::sync::Mutex;
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
     /// A: [M, K] (f32, f16 or bf16 values; uint8 codes with --format).
-    #[arg(long)]
-    pub a: PathBuf,
+    #[arg(long, required_unless_present = "case")]
+    pub a: Option<PathBuf>,
     /// B: [K, N] (--b-layout kn) or [N, K] (nk).
-    #[arg(long)]
-    pub b: PathBuf,
+    #[arg(long, required_unless_present = "case")]
+    pub b: Option<PathBuf>,
     #[arg(long, default_value = "kn")]
     pub b_layout: String,
     /// MX inputs: A and B are codes of this format, with scales.
@@ -34,8 +34,15 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub b_scales: Option<PathBuf>,
     /// The observed output C: [M, N] (f32, f16 or bf16).
-    #[arg(long)]
-    pub observed: PathBuf,
+    #[arg(long, required_unless_present = "case")]
+    pub observed: Option<PathBuf>,
+    /// A batch-invariance case (mxbi-bi-case/1): explain one of its cells
+    /// (--cell), re-running the cell's two sides on its subject.
+    #[arg(long, requires = "cell", conflicts_with_all = ["a", "b", "observed", "vs", "format"])]
+    pub case: Option<PathBuf>,
+    /// The cell id as the report names it (`batch/m=2/k=1024/n=64/row=0`).
+    #[arg(long, requires = "case")]
+    pub cell: Option<String>,
     /// A second observation of the same rows: the two are identified,
     /// diffed and the divergence explained.
     #[arg(long)]
@@ -56,6 +63,10 @@ pub struct ExplainArgs {
     /// Terms per chunk of the K profile.
     #[arg(long, default_value_t = 256)]
     pub k_chunk: usize,
+    /// Also say, per element, whether every order of the family gives the
+    /// same bytes, and why (all partial sums exact, a two-term sum).
+    #[arg(long)]
+    pub exactness: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -177,10 +188,13 @@ fn load_operands(x: &ExplainArgs) -> Result<Operands> {
         "nk" => BLayout::Nk,
         o => return Err(CliError(format!("unknown --b-layout '{o}'; expected kn or nk"))),
     };
-    let ta = load(&x.a, None)?;
-    let tb = load(&x.b, None)?;
-    let (m, k) = dims2(&ta, &x.a)?;
-    let (b0, b1) = dims2(&tb, &x.b)?;
+    let (Some(pa), Some(pb)) = (&x.a, &x.b) else {
+        return Err(CliError("explain needs --a and --b (or --case and --cell)".into()));
+    };
+    let ta = load(pa, None)?;
+    let tb = load(pb, None)?;
+    let (m, k) = dims2(&ta, pa)?;
+    let (b0, b1) = dims2(&tb, pb)?;
     let (kb, n) = if layout == BLayout::Kn { (b0, b1) } else { (b1, b0) };
     if kb != k {
         return Err(CliError(format!("shape mismatch: A is [{m}, {k}] but B has K = {kb}")));
@@ -203,11 +217,11 @@ fn load_operands(x: &ExplainArgs) -> Result<Operands> {
             if x.a_scales.is_some() || x.b_scales.is_some() {
                 return Err(CliError("--a-scales/--b-scales need --format (MX inputs)".into()));
             }
-            o.af = input_f32(&ta, &x.a)?.into_owned();
-            o.bf = input_f32(&tb, &x.b)?.into_owned();
+            o.af = input_f32(&ta, pa)?.into_owned();
+            o.bf = input_f32(&tb, pb)?.into_owned();
         }
         Some(_) => {
-            let (Some(pa), Some(pb)) = (&x.a_scales, &x.b_scales) else {
+            let (Some(sa_path), Some(sb_path)) = (&x.a_scales, &x.b_scales) else {
                 return Err(CliError("MX inputs need --a-scales and --b-scales".into()));
             };
             let codes = |t: &TensorData, p: &Path| -> Result<Vec<u8>> {
@@ -215,10 +229,11 @@ fn load_operands(x: &ExplainArgs) -> Result<Operands> {
                     .map(|c| c.to_vec())
                     .map_err(|_| CliError(format!("{}: MX codes and scales must be uint8", p.display())))
             };
-            o.ca = codes(&ta, &x.a)?;
-            o.cb = codes(&tb, &x.b)?;
-            o.sa = codes(&load(pa, None)?, pa)?;
-            o.sb = codes(&load(pb, None)?, pb)?;
+            o.ca = codes(&ta, pa)?;
+            o.cb = codes(&tb, pb)?;
+            let (sa_path, sb_path) = (sa_path.clone(), sb_path.clone());
+            o.sa = codes(&load(&sa_path, None)?, &sa_path)?;
+            o.sb = codes(&load(&sb_path, None)?, &sb_path)?;
             let kb = k / crate::gemm::MX_BLOCK;
             if !k.is_multiple_of(crate::gemm::MX_BLOCK) || o.sa.len() != m * kb || o.sb.len() != kb * n {
                 return Err(CliError(format!(
@@ -288,6 +303,9 @@ fn identity_json(id: &RowIdentity) -> Value {
 }
 
 pub fn explain(x: ExplainArgs) -> Result<Outcome> {
+    if let (Some(case), Some(cell)) = (&x.case, &x.cell) {
+        return explain_cell(&x, case, cell);
+    }
     let ops = load_operands(&x)?;
     let varies = parse_varies(x.varies.as_deref())?;
     let (m, n) = (ops.m, ops.n);
@@ -298,7 +316,11 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
     if rows.is_empty() {
         return Err(CliError("--rows: no rows to explain".into()));
     }
-    let observed = load_observed(&x.observed, m, n)?;
+    let observed_path = x
+        .observed
+        .as_deref()
+        .ok_or_else(|| CliError("explain needs --observed".into()))?;
+    let observed = load_observed(observed_path, m, n)?;
     let vs = x.vs.as_deref().map(|p| load_observed(p, m, n)).transpose()?;
     let entries = x
         .dispatch
@@ -307,15 +329,48 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         .transpose()?
         .unwrap_or_default();
     let p = ops.problem();
-    let mx = ops.format.is_some();
-    let cands = candidates::with_dispatch(Inputs::of(&p), ops.k, &entries);
+    let (json, text, ok) = report(
+        &p,
+        &rows,
+        &observed,
+        vs.as_deref(),
+        &entries,
+        &varies,
+        (x.n_tile, x.k_chunk, x.exactness),
+    )?;
+    if x.json {
+        outln!("{}", serde_json::to_string_pretty(&json!({"rows": json}))?);
+    } else {
+        out!("{text}");
+    }
+    Ok(if ok { Outcome::Held } else { Outcome::Failed })
+}
+
+/// Identifies `rows` of `observed` (and of `vs`), and for each row with
+/// two observations diffs their orders: (JSON rows, text, every row
+/// reproduced by some order).
+#[allow(clippy::too_many_arguments)]
+fn report(
+    p: &Problem,
+    rows: &[usize],
+    observed: &[f32],
+    vs: Option<&[f32]>,
+    entries: &[Order],
+    varies: &Varies,
+    (n_tile, k_chunk, exactness): (usize, usize, bool),
+) -> Result<(Vec<Value>, String, bool)> {
+    let (n, k) = (p.n, p.k);
+    let mx = matches!(p.a, Matrix::Mx { .. });
+    let cands = candidates::with_dispatch(Inputs::of(p), k, entries);
     let pick = |c: &[f32]| -> Vec<f32> { rows.iter().flat_map(|&r| c[r * n..(r + 1) * n].to_vec()).collect() };
     let opts = IdentifyOptions::default();
-    let seen = explain::identify(&p, &rows, &pick(&observed), &cands, opts).map_err(CliError)?;
-    let other = match &vs {
-        Some(v) => Some(explain::identify(&p, &rows, &pick(v), &cands, opts).map_err(CliError)?),
+    let seen = explain::identify(p, rows, &pick(observed), &cands, opts).map_err(CliError)?;
+    let other = match vs {
+        Some(v) => Some(explain::identify(p, rows, &pick(v), &cands, opts).map_err(CliError)?),
         None => None,
     };
+    let p = *p;
+    let ops_k = k;
     let mut all_explained = true;
     let mut json_rows = Vec::new();
     let mut text = String::new();
@@ -324,12 +379,40 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         all_explained &= !id.matches.is_empty();
         let mut row_json = json!({"row": r, "observed": identity_json(id)});
         text.push_str(&format!("observed {id}\n"));
-        if let (Some(ov), Some(v)) = (&other, &vs) {
+        if exactness {
+            let family: Vec<Order> = cands.iter().map(|c| c.order).collect();
+            let e = explain::analyze(&p, &[r], &family).map_err(CliError)?;
+            let proven = e.iter().filter(|x| x.reason.is_some()).count();
+            let same = e.iter().filter(|x| x.same_bytes).count();
+            let first_reason = e.iter().find_map(|x| x.reason.clone());
+            let witness = e.iter().find(|x| x.witness.is_some());
+            text.push_str(&format!(
+                "  exactness over {} orders: {proven} of {n} elements provably the same in every order, {same} the same on these inputs",
+                family.len()
+            ));
+            if let Some(reason) = &first_reason {
+                text.push_str(&format!(" (e.g. {reason})"));
+            }
+            if let Some(w) = witness.and_then(|x| x.witness.as_ref().map(|wt| (x.col, wt))) {
+                text.push_str(&format!(
+                    "; column {} differs: {} gives {:08x}, {} gives {:08x}",
+                    w.0, w.1.left, w.1.left_bits, w.1.right, w.1.right_bits
+                ));
+            }
+            text.push('\n');
+            row_json["exactness"] = json!({
+                "orders": family.len(),
+                "proven": proven,
+                "same_bytes": same,
+                "elements": e,
+            });
+        }
+        if let (Some(ov), Some(v)) = (&other, vs) {
             let vid = &ov[i];
             all_explained &= !vid.matches.is_empty();
             text.push_str(&format!("vs       {vid}\n"));
             row_json["vs"] = identity_json(vid);
-            let map = explain::ulp_map(&observed[r * n..(r + 1) * n], &v[r * n..(r + 1) * n], x.n_tile);
+            let map = explain::ulp_map(&observed[r * n..(r + 1) * n], &v[r * n..(r + 1) * n], n_tile);
             let differ: usize = map.iter().map(|t| t.differ).sum();
             row_json["ulp_map"] = json!(map);
             if differ == 0 {
@@ -337,7 +420,7 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
             } else {
                 text.push_str(&format!(
                     "  {differ} of {n} elements differ; by {}-column tile (differing, max ulp):",
-                    x.n_tile.max(1)
+                    n_tile.max(1)
                 ));
                 for t in map.iter().filter(|t| t.differ > 0) {
                     text.push_str(&format!(" [{}..{}] {} / {}", t.cols.0, t.cols.1, t.differ, t.max_ulp));
@@ -345,13 +428,13 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
                 text.push('\n');
             }
             if let (Some(lo), Some(ro)) = (id.order(), vid.order()) {
-                let diff = explain::diverge(&lo, &ro, ops.k, mx);
-                let fixes = explain::suggest(&diff, &varies);
-                let prof = explain::k_profile(&p, r, &lo, &ro, x.k_chunk).map_err(CliError)?;
+                let diff = explain::diverge(&lo, &ro, ops_k, mx);
+                let fixes = explain::suggest(&diff, varies);
+                let prof = explain::k_profile(&p, r, &lo, &ro, k_chunk).map_err(CliError)?;
                 text.push_str(&format!("  {}\n", diff.to_string().trim_end().replace('\n', "\n  ")));
                 if let Some(c) = prof.iter().find(|c| c.differ > 0) {
                     text.push_str(&format!(
-                        "  along K: identical while only terms below k={} are present; from k < {} on, {} elements differ (max {} ulp)\n",
+                        "  along K: identical while only the terms k < {} are present; with the terms k < {}, {} elements differ (max {} ulp)\n",
                         prof.iter().take_while(|c| c.differ == 0).last().map_or(0, |c| c.k_end),
                         c.k_end,
                         c.differ,
@@ -379,12 +462,158 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         }
         json_rows.push(row_json);
     }
-    if x.json {
-        outln!("{}", serde_json::to_string_pretty(&json!({"rows": json_rows}))?);
+    Ok((json_rows, text, all_explained))
+}
+
+/// Resolves a relative `dispatch:` path of a case against the case's folder.
+fn resolve_spec(spec: &str, base: &Path) -> String {
+    match spec.split_once(':') {
+        Some(("dispatch", p)) if Path::new(p).is_relative() => format!("dispatch:{}", base.join(p).display()),
+        _ => spec.to_string(),
+    }
+}
+
+/// A row id of the checker's batches: the target row is id 0, the others
+/// come from set A (0) or B (1) by index (the checker's own numbering).
+fn other_id(set: u64, j: usize) -> u64 {
+    1 + (set << 40) + j as u64
+}
+
+/// The checker's batch of M rows with the target at `at`.
+fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
+    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
+    ids.insert(at, 0);
+    ids
+}
+
+/// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
+/// case's subject, and the target row's two observations explained.
+fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
+    use crate::bi::{Family, RowPos, Rows};
+    let case = super::bi_case::load(case_path)?;
+    let base = case_path.parent().unwrap_or(Path::new("."));
+    let spec = resolve_spec(&case.subject, base);
+    let subject = super::bi::parse_subject(&spec)?;
+    let vs = case
+        .vs
+        .as_ref()
+        .map(|s| super::bi::parse_subject(&resolve_spec(s, base)))
+        .transpose()?;
+    let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
+    let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
+    let parts: Vec<&str> = cell.split('/').collect();
+    let field = |i: usize, key: &str| -> Result<String> {
+        parts
+            .get(i)
+            .and_then(|p| p.strip_prefix(key))
+            .map(str::to_string)
+            .ok_or_else(|| bad("expected FAMILY/m=M/k=K/n=N/row=ROW"))
+    };
+    let family: Family = parts
+        .first()
+        .ok_or_else(|| bad("empty"))?
+        .parse()
+        .map_err(|e: String| bad(&e))?;
+    let m: usize = field(1, "m=")?.parse().map_err(|_| bad("m is not a number"))?;
+    let (k, n) = (opts.k, opts.n);
+    if field(2, "k=")? != k.to_string() || field(3, "n=")? != n.to_string() {
+        return Err(bad(&format!("the case runs k={k}, n={n}")));
+    }
+    if !opts.families.contains(&family) || !opts.ms.contains(&m) {
+        return Err(bad("the case has no such family or batch size"));
+    }
+    let row = field(4, "row=")?;
+    let rows = Rows::new(opts.seed, k, n, opts.input);
+    let m0 = opts.ms[0];
+    let pos = |mm: usize| -> Result<usize> {
+        let p: RowPos = row.parse().map_err(|e: String| bad(&e))?;
+        p.resolve(mm)
+            .ok_or_else(|| bad("the row position does not exist at this M"))
+    };
+    // (baseline ids, its target index, variant ids, its target index, other subject)
+    let (b_ids, bi, v_ids, vi, varies) = match family {
+        Family::Content => {
+            let i = pos(m)?;
+            (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
+        }
+        Family::Batch => {
+            let i = pos(m.min(m0))?;
+            (
+                with_target(m0, i, 0),
+                i,
+                with_target(m, i, 0),
+                i,
+                Varies::BatchSize { left: m0, right: m },
+            )
+        }
+        Family::Position => {
+            let i = pos(m)?;
+            (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
+        }
+        Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
+        _ => return Err(bad("explain --cell runs content, batch, position and switch cells")),
+    };
+    let run = |s: &dyn Subject, ids: &[u64], at: usize| -> Result<Vec<f32>> {
+        let a = rows.batch(ids);
+        let p = Problem {
+            a: Matrix::F32(&a),
+            b: Matrix::F32(&rows.b),
+            m: ids.len(),
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        };
+        Ok(s.run(&p, Some(&[at]))?)
+    };
+    let left = run(subject.subject.as_ref(), &b_ids, bi)?;
+    let other: &dyn Subject = match (family, &vs) {
+        (Family::Switch, Some(v)) => v.subject.as_ref(),
+        (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
+        _ => subject.subject.as_ref(),
+    };
+    let right = run(other, &v_ids, vi)?;
+    let target = rows.row(0);
+    let p = Problem {
+        a: Matrix::F32(&target),
+        b: Matrix::F32(&rows.b),
+        m: 1,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    };
+    let entries = match spec.split_once(':') {
+        Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
+        _ => Vec::new(),
+    };
+    let (json_rows, text, ok) = report(
+        &p,
+        &[0],
+        &left,
+        Some(&right),
+        &entries,
+        &varies,
+        (x.n_tile, x.k_chunk, x.exactness),
+    )?;
+    let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
+        "BI_PASS"
     } else {
+        "BI_FAIL"
+    };
+    if x.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"cell": cell, "subject": subject.subject.name(), "verdict": verdict, "rows": json_rows})
+            )?
+        );
+    } else {
+        outln!(
+            "cell {cell} on {} ({verdict}): the target row in the baseline batch (observed) vs the variant (vs)",
+            subject.subject.name()
+        );
         out!("{text}");
     }
-    Ok(if all_explained { Outcome::Held } else { Outcome::Failed })
+    Ok(if ok { Outcome::Held } else { Outcome::Failed })
 }
 
 // ---------------------------------------------------------------- reveal
@@ -459,7 +688,7 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
         .subject
         .as_deref()
         .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
-    let parsed = super::bi::parse_subject(spec, &super::bi::RunnerCtx::defaults())?;
+    let parsed = super::bi::parse_subject(spec)?;
     let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
     let r = explain::reveal(parsed.subject.as_ref(), o)?;
     print_revealed(&r, a.direct.json)?;

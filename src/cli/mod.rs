@@ -31,6 +31,7 @@ mod explain;
 mod gemm;
 mod mx_table;
 mod op;
+pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
@@ -140,9 +141,10 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
-/// How a command that ran ended: exit code 0 (every check held) or 1 (a
-/// check failed; its report says which). Bad input and runs that cannot
-/// happen are errors instead: exit code 2.
+/// How a command that ran ended, under the one exit-code policy of the
+/// whole CLI (README, "Exit codes"): 0 every check held, 1 a check failed
+/// (its report says which). Bad input and runs that cannot happen are
+/// errors instead ([`CliError`]), exit code 2, written by `main`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Held,

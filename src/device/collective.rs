@@ -15,9 +15,13 @@
 
 use super::capture::Capture;
 use super::conform::row_digest;
+use super::replay::{Replay, ReplayOptions, ReplayOutcome};
 use super::{DeviceError, Result};
 use crate::op::{generate, run_op, GenOpts, Inputs, OpOutput, OpSpec, X2Scales};
 use serde::{Deserialize, Serialize};
+
+/// The suite name of collective captures.
+pub const SUITE: &str = "collective";
 
 /// One two-GPU case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -191,6 +195,32 @@ pub struct CollectiveReplayReport {
     pub row_mismatches: Vec<(String, usize, usize)>,
     /// Cases whose model verdict differs from the GPU verdict.
     pub verdict_mismatches: Vec<String>,
+}
+
+/// The collective suite's CPU replay: every rank row and cross-rank verdict.
+pub struct Suite;
+
+impl Replay for Suite {
+    fn suite(&self) -> &'static str {
+        SUITE
+    }
+
+    /// Fails on every rank row and every verdict that differs from the GPU.
+    fn replay(&self, capture: &Capture, _: &ReplayOptions) -> Result<ReplayOutcome> {
+        let r = replay(capture)?;
+        Ok(ReplayOutcome {
+            summary: format!(
+                "{} cases, {} rank rows replayed, {} rows and {} verdicts differ from the GPU",
+                r.cases,
+                r.rows_checked,
+                r.row_mismatches.len(),
+                r.verdict_mismatches.len()
+            ),
+            details: Vec::new(),
+            problems: Vec::new(),
+            failed: r.row_mismatches.len() + r.verdict_mismatches.len(),
+        })
+    }
 }
 
 pub fn replay(capture: &Capture) -> Result<CollectiveReplayReport> {

@@ -19,6 +19,7 @@ pub mod exec;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 pub mod probe;
+pub mod replay;
 pub mod subject;
 pub mod vendor;
 

@@ -508,7 +508,13 @@ mod on_gpu {
             let dev = |e: DeviceError| device_err(name, e);
             let stream = st.gpu.stream.clone();
             let shape = Shape::new(n, k);
-            let reuse = st.weights.as_ref().is_some_and(|w| w.shape == shape && w.host_bt == bt);
+            // the same bits (not float equality: -0 and +0, NaNs)
+            let same_bits =
+                |x: &[f32], y: &[f32]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+            let reuse = st
+                .weights
+                .as_ref()
+                .is_some_and(|w| w.shape == shape && same_bits(&w.host_bt, &bt));
             if !reuse {
                 let codes = exact_codes(ty, &bt).map_err(|e| unsupported(format!("B {e}")))?;
                 let w = stream

@@ -120,7 +120,7 @@ fn layouts(k: usize, mma_k: Option<u32>) -> Vec<String> {
             v.push(format!(";split={s};reduce=pairwise"));
         }
     }
-    let tile_ok = |t: u32| t < k32 && mma_k.is_none_or(|m| t % m == 0);
+    let tile_ok = |t: u32| t < k32 && mma_k.is_none_or(|m| t.is_multiple_of(m));
     for &t in TILES.iter().filter(|&&t| tile_ok(t)) {
         v.push(format!(";ktile={t};tile=fresh"));
         v.push(format!(";ktile={t};tile=fresh;reduce=pairwise"));

@@ -5,7 +5,7 @@
 //! row grouped by N-tile, and by K-chunk (the row evaluated with only the
 //! terms up to each chunk boundary). Words are in `words.rs`.
 
-use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
+use crate::gemm::{gemm, Matrix, Problem, MX_BLOCK};
 use crate::order::{Divergence, Family, MxScale, Order, Tile};
 
 /// Where term `k` sits in an order's parts.
@@ -347,7 +347,6 @@ pub fn k_profile(p: &Problem, row: usize, left: &Order, right: &Order, chunk: us
         }
         end = (end + chunk).min(k);
     }
-    let _ = BLayout::Kn;
     Ok(out)
 }
 

@@ -216,10 +216,12 @@ impl<'a> Evaluator<'a> {
             return Some(v);
         }
         let tree = o.compile(prep.terms());
-        let mut scratch = Vec::new();
         Some(
             (0..prep.n)
-                .map(|j| gemm::eval::evaluate(&tree, o, prep, 0, j, &mut scratch, None))
+                .into_par_iter()
+                .map_init(Vec::new, |scratch, j| {
+                    gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None)
+                })
                 .collect(),
         )
     }
@@ -265,8 +267,11 @@ fn check(p: &Problem, rows: &[usize], observed: &[f32]) -> Result<(), String> {
     Ok(())
 }
 
+/// Elements, bytes and largest ULP distance by which two rows differ.
+type Distance = (usize, usize, u64);
+
 /// Mismatch summary of `got` against `want` (bit patterns).
-fn distance(got: &[f32], want: &[f32]) -> (usize, usize, u64) {
+fn distance(got: &[f32], want: &[f32]) -> Distance {
     let mut elements = 0;
     let mut bytes = 0;
     let mut ulp = 0u64;
@@ -317,12 +322,12 @@ pub fn identify(
         let mut alive: Vec<usize> = (0..candidates.len()).collect();
         let mut first: Vec<Option<(usize, u64)>> = vec![None; candidates.len()];
         let mut skipped = 0;
-        let mut full_rows: Vec<(usize, (usize, usize, u64))> = Vec::new();
+        let mut full_rows: Vec<(usize, Distance)> = Vec::new();
         for (si, &w) in widths.iter().enumerate() {
             let sub = Sub::new(p, r, w);
             let live: Vec<Candidate> = alive.iter().map(|&i| candidates[i].clone()).collect();
             let ev = Evaluator::new(sub.problem(p.b_layout), &live);
-            let res: Vec<(usize, Option<(usize, usize, u64)>)> = alive
+            let res: Vec<(usize, Option<Distance>)> = alive
                 .par_iter()
                 .map(|&i| (i, ev.eval(&candidates[i].order).map(|got| distance(&got, &want[..w]))))
                 .collect();

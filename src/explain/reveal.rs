@@ -153,6 +153,19 @@ struct Probe {
     window: Option<Vec<u32>>,
 }
 
+/// One probe answer: where it sat, the probe, the units counted (None:
+/// all other terms) and the measured `L` (or, for a window, the units of
+/// the window lost plus 2).
+struct Answer {
+    launch: usize,
+    row: usize,
+    col: usize,
+    p: u32,
+    q: u32,
+    window: Option<Vec<u32>>,
+    measured: u32,
+}
+
 struct Prober<'a> {
     subject: &'a dyn Subject,
     o: RevealOptions,
@@ -161,8 +174,8 @@ struct Prober<'a> {
     scheme: Scheme,
     window: usize,
     launches: usize,
-    /// Every answer: (launch, row, col, p, q, window size or K, measured count of lost units + 2).
-    answers: Vec<(usize, usize, usize, u32, u32, Option<Vec<u32>>, u32)>,
+    /// Every probe answer.
+    answers: Vec<Answer>,
 }
 
 impl Prober<'_> {
@@ -327,7 +340,15 @@ impl Prober<'_> {
                     let v = out[i * n + j];
                     let c = self.count(v).ok_or_else(|| self.not_a_count(v, p, q, i, j))?;
                     let l = k as u32 - c;
-                    self.answers.push((base + li, i, j, p, q, None, l));
+                    self.answers.push(Answer {
+                        launch: base + li,
+                        row: i,
+                        col: j,
+                        p,
+                        q,
+                        window: None,
+                        measured: l,
+                    });
                     got.entry((p, q)).or_insert(l);
                 }
             }
@@ -404,8 +425,15 @@ impl Prober<'_> {
                     .filter(|&c| c <= active)
                     .ok_or_else(|| self.not_a_count(v, pr.p, pr.q, i, i))?;
                 lost[*pi] += active - c;
-                self.answers
-                    .push((base + li, i, i, pr.p, pr.q, pr.window.clone(), active - c + 2));
+                self.answers.push(Answer {
+                    launch: base + li,
+                    row: i,
+                    col: i,
+                    p: pr.p,
+                    q: pr.q,
+                    window: pr.window.clone(),
+                    measured: active - c + 2,
+                });
             }
         }
         Ok(lost.into_iter().map(|x| x + 2).collect())
@@ -603,7 +631,16 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
     let lca = shape.lca_sizes();
     let mut disagreements = Vec::new();
     let mut disagreement_count = 0;
-    for (launch, row, col, p, q, window, measured) in &pr.answers {
+    for Answer {
+        launch,
+        row,
+        col,
+        p,
+        q,
+        window,
+        measured,
+    } in &pr.answers
+    {
         let expected = match window {
             None => lca.get(*p, *q),
             Some(w) => {

@@ -214,9 +214,10 @@ impl fmt::Display for Revealed {
         }
         match &self.order {
             Some(o) => {
+                let preset = o.preset_name().map(|p| format!(", preset {p}")).unwrap_or_default();
                 writeln!(
                     f,
-                    "order: {o} (tree and bytes: {} elements of random inputs reproduced)",
+                    "order: {o}{preset} (tree and bytes: {} elements of random inputs reproduced)",
                     self.verified_elements
                 )?;
                 if !self.equivalent.is_empty() {

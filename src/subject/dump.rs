@@ -20,7 +20,7 @@
 //!   options than `bi gen` had), `out.npy` is missing, has the wrong dtype
 //!   or shape, or an input file no longer has its recorded digest.
 
-use super::job::{read_output, select_rows, sha256_hex, JobInputs};
+use super::job::{read_bounded, read_output, select_rows, sha256_hex, JobInputs};
 use super::{Subject, SubjectError};
 use crate::gemm::Problem;
 use crate::order::InType;
@@ -276,15 +276,16 @@ impl Dump {
         self.jobs.len()
     }
 
-    /// Checks a job's input files against their recorded digests.
-    fn verify(&self, j: &DumpJob) -> Result<(), String> {
+    /// Checks a job's input files against the images whose digests found
+    /// the job (so against the recorded digests).
+    fn verify(&self, j: &DumpJob, images: [&[u8]; 2]) -> Result<(), String> {
         if self.verified.lock().unwrap_or_else(|e| e.into_inner()).contains(&j.job) {
             return Ok(());
         }
-        for (name, sha) in [(&j.a, &j.a_sha256), (&j.b, &j.b_sha256)] {
+        for (name, image) in [&j.a, &j.b].into_iter().zip(images) {
             let p = self.dir.join(name);
-            let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            if sha256_hex(&bytes) != *sha {
+            let bytes = read_bounded(&p, image.len() as u64).map_err(|e| format!("{}: {e}", p.display()))?;
+            if bytes != image {
                 return Err(format!(
                     "{}: changed since mxbi bi gen (SHA-256 differs from the manifest)",
                     p.display()
@@ -315,14 +316,15 @@ impl Subject for Dump {
             why,
         };
         let inputs = JobInputs::of(p, self.manifest_input).map_err(unsupported)?;
-        let key = (sha256_hex(&inputs.a_npy()), sha256_hex(&inputs.b_npy()));
+        let (a_img, b_img) = (inputs.a_npy(), inputs.b_npy());
+        let key = (sha256_hex(&a_img), sha256_hex(&b_img));
         let Some(j) = self.jobs.get(&key) else {
             return Err(broken(format!(
                 "{} has no job with these inputs (M = {}, K = {}, N = {}): run with the options it was generated with (its manifest.json has them), or generate it again",
                 self.given, p.m, p.k, p.n
             )));
         };
-        self.verify(j).map_err(broken)?;
+        self.verify(j, [&a_img, &b_img]).map_err(broken)?;
         let out = self.dir.join(&j.out);
         if !out.exists() {
             return Err(broken(format!(
@@ -333,5 +335,13 @@ impl Subject for Dump {
         }
         let c = read_output(&out, None, j.m, j.n).map_err(broken)?;
         select_rows(c, p.m, p.n, rows).map_err(unsupported)
+    }
+
+    fn m_boundaries(&self) -> Vec<usize> {
+        self.boundaries.clone()
+    }
+
+    fn input(&self) -> Option<InType> {
+        Some(self.manifest_input)
     }
 }

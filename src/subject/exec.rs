@@ -238,7 +238,10 @@ impl Runner {
                     timeout.as_secs_f64()
                 ))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(format!("exited ({}) before {waiting_for}", self.status())),
+            Err(RecvTimeoutError::Disconnected) => match self.status() {
+                Some(s) => Err(format!("exited ({s}) before {waiting_for}")),
+                None => Err(format!("closed its stdout before {waiting_for}")),
+            },
         }
     }
 
@@ -251,20 +254,20 @@ impl Runner {
             Ok(()) => Ok(()),
             Err(e) => Err(format!(
                 "stopped reading its input at job {id} ({e}; {})",
-                self.status()
+                self.status().unwrap_or_else(|| "still running".into())
             )),
         }
     }
 
-    /// How the runner ended, waiting a moment for it.
-    fn status(&mut self) -> String {
+    /// How the runner ended, waiting a moment for it (None: still running).
+    fn status(&mut self) -> Option<String> {
         let until = Instant::now() + Duration::from_millis(500);
         loop {
             match self.child.try_wait() {
-                Ok(Some(s)) => return s.to_string(),
+                Ok(Some(s)) => return Some(s.to_string()),
                 Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
-                Ok(None) => return "still running".into(),
-                Err(e) => return format!("status unknown: {e}"),
+                Ok(None) => return None,
+                Err(e) => return Some(format!("status unknown: {e}")),
             }
         }
     }
@@ -308,6 +311,10 @@ impl Drop for Exec {
 impl Subject for Exec {
     fn name(&self) -> String {
         format!("exec:{}", self.name)
+    }
+
+    fn input(&self) -> Option<InType> {
+        Some(self.opts.input)
     }
 
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
@@ -381,6 +388,9 @@ fn fresh_work_dir() -> Result<PathBuf, String> {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        if d.to_str().is_none() {
+            return Err(format!("the temp folder {} is not UTF-8 (set TMPDIR)", base.display()));
+        }
         match std::fs::create_dir(&d) {
             Ok(()) => return Ok(d),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -135,12 +135,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// message names the file and what was expected.
 pub fn read_output(path: &Path, claimed: Option<OutType>, m: usize, n: usize) -> Result<Vec<f32>, String> {
     let show = path.display();
-    let len = std::fs::metadata(path).map_err(|e| format!("{show}: {e}"))?.len();
     let max = (m as u64) * (n as u64) * 4 + MAX_HEADER_SLACK;
-    if len > max {
-        return Err(format!("{show}: {len} bytes, more than a [{m}, {n}] output can take"));
+    let bytes = read_bounded(path, max).map_err(|e| format!("{show}: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "{show}: more than the {max} bytes a [{m}, {n}] output can take"
+        ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{show}: {e}"))?;
     let t = read_npy_bytes(&bytes).map_err(|e| format!("{show}: {}", e.to_string().replacen("<memory>: ", "", 1)))?;
     let descr = t.dtype().npy_descr().unwrap_or("?");
     let Some(got) = OutType::of_dtype(t.dtype()) else {
@@ -175,6 +176,20 @@ pub fn read_output(path: &Path, claimed: Option<OutType>, m: usize, n: usize) ->
             .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
             .collect(),
     })
+}
+
+/// At most `max + 1` bytes of a regular file (a FIFO or device is refused:
+/// it could block or never end).
+pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(max + 1) as usize);
+    f.take(max + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(bytes)
 }
 
 /// The f32 with the same value as the f16 `h`, bit for bit: NaN payloads

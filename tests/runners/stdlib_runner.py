@@ -6,13 +6,16 @@ exact in f64; one f64 addition of two f32 then RN32 is correctly rounded
 (53 >= 2 * 24 + 2), so struct's f32 packing (round to nearest even) is RN32.
 
     python3 stdlib_runner.py [MODE]          serve jobs on stdin (protocol)
-    python3 stdlib_runner.py --dump DIR      write out.npy for every job of a dump
+    python3 stdlib_runner.py --dump DIR [MODE]   write out.npy for every job of a dump
 
 MODE makes it misbehave, for the tests: ok (default), plant (flips the last
-bit of C[M-1][0] when M > 2: a batch-dependent error), f16 (answers in f16),
-bf16 (answers bf16 bits, rounded to nearest even), error (every job answers an error),
-die-at-start, die-after-1, hang, garbage, wrong-job, wrong-shape, wrong-dtype,
-chatter (prints a log line on stdout), bad-greeting.
+bit of C[0][0] when M > 2: a batch-dependent error), f16 (answers in f16),
+bf16 (answers bf16 bits, rounded to nearest even), error (every job answers
+an error), error-m3 (jobs with M >= 3 do), die-at-start, die-after-1, hang,
+garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
+stdout), bad-greeting, exit-after-1 (exits right after answering job 1: mxbi's
+next write meets a closed pipe), close-stdout (closes stdout and hangs),
+dev-zero (names /dev/zero as its output).
 """
 import ast
 import json
@@ -72,7 +75,7 @@ def answer(job, mode):
     flat = [x for row in c for x in row]
     bits = list(struct.unpack("<%dI" % len(flat), struct.pack("<%df" % len(flat), *flat)))
     if mode == "plant" and m > 2:
-        bits[(m - 1) * n] ^= 1
+        bits[0] ^= 1
     if mode == "f16":
         save(job["out"], "<f2", (m, n), struct.pack("<%de" % len(flat), *flat))
         return "f16"
@@ -101,17 +104,25 @@ def serve(mode):
             sys.exit(4)
         if mode == "hang":
             time.sleep(3600)
+        if mode == "close-stdout":
+            os.close(1)
+            time.sleep(3600)
+        if mode == "dev-zero":
+            say({"job": job["job"], "out": "/dev/zero", "dtype": "f32"})
+            continue
         if mode == "garbage":
             print("Traceback (most recent call last): oops", flush=True)
             continue
         if mode == "chatter":
             print("computing job", job["job"], flush=True)
-        if mode == "error":
+        if mode == "error" or (mode == "error-m3" and job["m"] >= 3):
             say({"job": job["job"], "error": "this runner refuses every job"})
             continue
         dtype = answer(job, mode)
         say({"job": job["job"] + (1 if mode == "wrong-job" else 0), "out": job["out"], "dtype": dtype})
         done += 1
+        if mode == "exit-after-1":
+            os._exit(5)
 
 
 def dump(folder, mode):

@@ -26,7 +26,7 @@ pub fn run(a: CollectiveArgs) -> Result<()> {
     let mut notes: Vec<String> = report.records.iter().flat_map(|r| r.notes.iter().cloned()).collect();
     notes.dedup();
     notes.push(format!("{} GPUs, NCCL {}", a.world, report.nccl_version));
-    w.finish("collective", serde_json::to_value(&info)?, notes)?;
+    w.finish(crate::device::collective::SUITE, serde_json::to_value(&info)?, notes)?;
     outln!("{}", report.table());
     let bad: usize = report.records.iter().map(|r| r.mismatches).sum();
     if bad > 0 {

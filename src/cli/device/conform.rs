@@ -83,7 +83,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
             report.all_nan()
         ),
     ];
-    w.finish("conform", serde_json::to_value(&info)?, notes)?;
+    w.finish(crate::device::conform::SUITE, serde_json::to_value(&info)?, notes)?;
     outln!("{}", report.summary());
     Ok(())
 }

@@ -41,7 +41,8 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-/// Runs a device command; only `replay` can end in a failed check.
+/// Runs a device command; only `replay` can end in a failed check (exit
+/// codes: README, "Exit codes").
 pub fn run(cmd: DeviceCommand) -> Result<crate::cli::Outcome> {
     if let DeviceCommand::Replay(a) = cmd {
         return replay::run(a);

@@ -1,9 +1,10 @@
 //! `mxbi device replay DIR`: replays capture folders on the CPU model and
-//! reports mismatches (no GPU needed). Every capture must be the one
-//! anchored in `reference/captures.sha256` (compiled in) unless
-//! `--unanchored` is given. A mismatch is a failed check: exit code 1 after
-//! the report; a capture that is not anchored or not intact is bad input
-//! (exit code 2).
+//! reports mismatches (no GPU needed), through the one replay interface
+//! (`device::replay`): this file never looks at a suite's name. Every
+//! capture must be the one anchored in `reference/captures.sha256`
+//! (compiled in) unless `--unanchored` is given. Exit codes as in the README
+//! ("Exit codes"): a mismatch is a failed check (1, after the report); a
+//! capture that is not anchored or not intact is bad input (2).
 //!
 //! Without `--full` it replays what CI replays: every conform row and foil,
 //! every probe case and collective row, and for casts the boundary, ordinary
@@ -11,6 +12,7 @@
 
 use crate::cli::{CliError, Outcome, Result};
 use crate::device::capture::{Capture, ANCHOR_FILE};
+use crate::device::replay::{replay_capture, ReplayOptions};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -28,8 +30,8 @@ pub struct ReplayArgs {
     /// (a fresh GPU run before it is committed); every line says so.
     #[arg(long)]
     pub unanchored: bool,
-    /// Print one line per conform case (rows, and per foil the stored and
-    /// recomputed mismatch counts).
+    /// Print one line per replayed unit: per conform case the rows and, per
+    /// foil, the stored and recomputed mismatch counts; per probe its line.
     #[arg(long)]
     pub verbose: bool,
 }
@@ -54,7 +56,11 @@ fn capture_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 pub fn run(a: ReplayArgs) -> Result<Outcome> {
-    let mut bad = 0usize;
+    let opts = ReplayOptions {
+        full: a.full,
+        cast_seed: a.cast_seed,
+    };
+    let mut failed = 0usize;
     for dir in capture_dirs(&a.dir)? {
         let cap = if a.unanchored {
             Capture::open(&dir)?
@@ -62,100 +68,26 @@ pub fn run(a: ReplayArgs) -> Result<Outcome> {
             Capture::open_anchored(&dir)?
         };
         cap.verify_all()?;
-        let line = match cap.manifest.suite.as_str() {
-            "conform" => {
-                use crate::device::conform::{replay, RowSelection};
-                let r = replay(&cap, RowSelection::All)?;
-                if a.verbose {
-                    for c in &r.case_replays {
-                        outln!("{}", c.line());
-                    }
-                }
-                let disagreements = r.foil_disagreements();
-                for d in &disagreements {
-                    eprintln!("{}: foil {d}", dir.display());
-                }
-                bad += r.row_mismatches.len() + disagreements.len();
-                let nd: Vec<String> = r.non_discriminating().iter().map(|c| c.id.to_string()).collect();
-                format!(
-                    "{}; not discriminating: {}",
-                    r.totals(),
-                    if nd.is_empty() {
-                        "none".to_string()
-                    } else {
-                        nd.join(" ")
-                    }
-                )
+        let r = replay_capture(&cap, &opts)?;
+        if a.verbose {
+            for line in &r.details {
+                outln!("{line}");
             }
-            "casts" => {
-                use crate::device::casts::{replay, ChunkSelection};
-                let sel = if a.full {
-                    ChunkSelection::All
-                } else {
-                    ChunkSelection::Sampled { seed: a.cast_seed }
-                };
-                let r = replay(&cap, sel.clone())?;
-                let unexplained = r.unexplained();
-                bad += unexplained.len();
-                let names: Vec<&str> = unexplained.iter().map(|c| c.name.as_str()).collect();
-                let chunks: usize = r.conversions.iter().map(|c| c.chunks.len()).sum();
-                format!(
-                    "{} conversions, {chunks} chunks replayed ({}), {} differing chunks/records, unexplained: {}",
-                    r.conversions.len(),
-                    sel.name(),
-                    r.mismatches(),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                )
-            }
-            "probe" => {
-                let r = crate::device::probe::replay(&cap)?;
-                if !r.ok() {
-                    bad += 1;
-                }
-                format!(
-                    "{} probes replayed, {} recorded mismatches{}",
-                    r.lines.len(),
-                    r.mismatches(),
-                    if r.ok() { "" } else { " -- replay FAILED" }
-                )
-            }
-            "vendor" => {
-                let r = crate::device::vendor::replay(&cap)?;
-                bad += r.mismatches.len();
-                format!(
-                    "{} tables and {} anchor rows consistent with the stored bytes{} (no CPU model of cuBLAS yet)",
-                    r.tables_checked,
-                    r.rows_checked,
-                    if r.consistent() { "" } else { " -- INCONSISTENT" }
-                )
-            }
-            "collective" => {
-                let r = crate::device::collective::replay(&cap)?;
-                bad += r.row_mismatches.len() + r.verdict_mismatches.len();
-                format!(
-                    "{} cases, {} rank rows replayed, {} rows and {} verdicts differ from the GPU",
-                    r.cases,
-                    r.rows_checked,
-                    r.row_mismatches.len(),
-                    r.verdict_mismatches.len()
-                )
-            }
-            other => format!("suite `{other}`: integrity verified (no CPU replay for this suite)"),
-        };
+        }
+        for p in &r.problems {
+            eprintln!("{}: {p}", dir.display());
+        }
+        failed += r.failed;
         let tag = if a.unanchored {
             format!(" [UNANCHORED: not checked against {ANCHOR_FILE}]")
         } else {
             String::new()
         };
-        outln!("{}: {line}{tag}", dir.display());
+        outln!("{}: {}{tag}", dir.display(), r.summary);
     }
-    if bad > 0 {
+    if failed > 0 {
         crate::cli::write_stderr_line(&format!(
-            "mxbi: {bad} replayed rows, chunks or foil counts differ from the capture"
+            "mxbi: {failed} replayed rows, chunks or foil counts differ from the capture"
         ));
         return Ok(Outcome::Failed);
     }

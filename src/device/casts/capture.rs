@@ -3,6 +3,7 @@
 //! writer and its checked reader.
 
 use super::*;
+use crate::device::replay::wrong_suite;
 
 /// One input where the GPU and the CPU gave different codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,17 +127,13 @@ pub fn write_capture(
     text.push(b'\n');
     let mut w = crate::device::capture::CaptureWriter::create(dir)?;
     w.put(SWEEP_FILE, &text)?;
-    w.finish("casts", device, notes)
+    w.finish(SUITE, device, notes)
 }
 
 /// Reads and checks the sweep of a casts capture.
 pub fn read_sweep(capture: &Capture) -> Result<CastSweepReport> {
-    if capture.manifest.suite != "casts" {
-        return Err(DeviceError::Capture(format!(
-            "{} is a `{}` capture, not `casts`",
-            capture.dir.display(),
-            capture.manifest.suite
-        )));
+    if capture.manifest.suite != SUITE {
+        return Err(wrong_suite(capture, SUITE));
     }
     let sweep: CastSweepReport = capture.read_json(SWEEP_FILE)?;
     if sweep.chunk_bits != CHUNK_BITS {

@@ -45,6 +45,9 @@ mod kernel;
 mod reference;
 mod replay;
 
+/// The suite name of casts captures (`manifest.json`).
+pub const SUITE: &str = "casts";
+
 pub use capture::*;
 pub use cases::*;
 pub use compare::*;

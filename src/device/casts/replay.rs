@@ -2,6 +2,42 @@
 //! the stored records under the current conversion table.
 
 use super::*;
+use crate::device::replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
+
+/// The casts suite's CPU replay: the sampled chunks (every chunk with
+/// [`ReplayOptions::full`]) and every stored record.
+pub struct Suite;
+
+impl Replay for Suite {
+    fn suite(&self) -> &'static str {
+        SUITE
+    }
+
+    /// Fails on every conversion whose replay shows a disagreement that the
+    /// conversion table does not explain.
+    fn replay(&self, capture: &Capture, opts: &ReplayOptions) -> Result<ReplayOutcome> {
+        let sel = if opts.full {
+            ChunkSelection::All
+        } else {
+            ChunkSelection::Sampled { seed: opts.cast_seed }
+        };
+        let r = replay(capture, sel.clone())?;
+        let unexplained: Vec<String> = r.unexplained().iter().map(|c| c.name.clone()).collect();
+        let chunks: usize = r.conversions.iter().map(|c| c.chunks.len()).sum();
+        Ok(ReplayOutcome {
+            summary: format!(
+                "{} conversions, {chunks} chunks replayed ({}), {} differing chunks/records, unexplained: {}",
+                r.conversions.len(),
+                sel.name(),
+                r.mismatches(),
+                list_or_none(&unexplained, ", ")
+            ),
+            details: Vec::new(),
+            problems: Vec::new(),
+            failed: unexplained.len(),
+        })
+    }
+}
 
 /// Replay of one conversion.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,31 @@
 //! the stored GPU row digests and foil counts.
 
 use super::*;
+use crate::device::replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
+
+/// The conformance suite's CPU replay: every row and every foil.
+pub struct Suite;
+
+impl Replay for Suite {
+    fn suite(&self) -> &'static str {
+        SUITE
+    }
+
+    /// Fails on a row whose model digest differs from the GPU's and on a
+    /// foil count that disagrees with the capture (each foil disagreement
+    /// is also a problem line).
+    fn replay(&self, capture: &Capture, _: &ReplayOptions) -> Result<ReplayOutcome> {
+        let r = replay(capture, RowSelection::All)?;
+        let problems: Vec<String> = r.foil_disagreements().iter().map(|d| format!("foil {d}")).collect();
+        let nd: Vec<String> = r.non_discriminating().iter().map(|c| c.id.to_string()).collect();
+        Ok(ReplayOutcome {
+            summary: format!("{}; not discriminating: {}", r.totals(), list_or_none(&nd, " ")),
+            details: r.case_replays.iter().map(CaseReplay::line).collect(),
+            failed: r.row_mismatches.len() + problems.len(),
+            problems,
+        })
+    }
+}
 
 /// One foil of a case recomputed on the CPU against the case's GPU rows.
 #[derive(Clone, Debug, PartialEq)]

@@ -61,8 +61,6 @@ pub struct ProbeRecord {
     pub records: u64,
 }
 
-/// The comparison of one probe's GPU outputs with the model.
-
 /// Writes a probe capture folder (see the module documentation).
 pub fn write_capture(
     dir: &Path,
@@ -78,5 +76,5 @@ pub fn write_capture(
         w.put_json(&r.record.mismatch_file, &r.mismatches)?;
     }
     w.put_json("probes.json", &records)?;
-    w.finish("probe", device, notes)
+    w.finish(SUITE, device, notes)
 }

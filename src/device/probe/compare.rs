@@ -15,6 +15,7 @@ pub fn canonical_digest(values: &[f32]) -> String {
     let canon: Vec<f32> = values.iter().map(|&v| f32::from_bits(canonical_bits(v))).collect();
     f32_digest(&canon)
 }
+/// The comparison of one probe's GPU outputs with the model.
 #[derive(Clone, Debug)]
 pub struct ProbeResult {
     pub record: ProbeRecord,

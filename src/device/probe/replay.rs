@@ -2,6 +2,35 @@
 //! check the stored digest, raw outputs and mismatch records.
 
 use super::*;
+use crate::device::replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
+
+/// The probe suite's CPU replay: every case of every probe.
+pub struct Suite;
+
+impl Replay for Suite {
+    fn suite(&self) -> &'static str {
+        SUITE
+    }
+
+    /// Fails (once) when some probe does not replay: digest not reproduced,
+    /// stored outputs unexplained or records inconsistent
+    /// ([`ProbeReplayReport::ok`]). Mismatches the GPU run recorded are
+    /// reported, not failed: the capture explains them.
+    fn replay(&self, capture: &Capture, _: &ReplayOptions) -> Result<ReplayOutcome> {
+        let r = replay(capture)?;
+        Ok(ReplayOutcome {
+            summary: format!(
+                "{} probes replayed, {} recorded mismatches{}",
+                r.lines.len(),
+                r.mismatches(),
+                if r.ok() { "" } else { " -- replay FAILED" }
+            ),
+            details: r.table().lines().map(str::to_string).collect(),
+            problems: Vec::new(),
+            failed: usize::from(!r.ok()),
+        })
+    }
+}
 
 /// The replay of one probe.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -73,12 +102,8 @@ impl ProbeReplayReport {
 /// the stored seed and count, recomputes the model, and checks the stored
 /// digest, the stored raw outputs and the mismatch records.
 pub fn replay(capture: &Capture) -> Result<ProbeReplayReport> {
-    if capture.manifest.suite != "probe" {
-        return Err(DeviceError::Capture(format!(
-            "{}: suite `{}`, expected `probe`",
-            capture.dir.display(),
-            capture.manifest.suite
-        )));
+    if capture.manifest.suite != SUITE {
+        return Err(wrong_suite(capture, SUITE));
     }
     let records: Vec<ProbeRecord> = capture.read_json("probes.json")?;
     let mut report = ProbeReplayReport::default();

@@ -323,5 +323,5 @@ pub fn write_capture(dir: &Path, run: &VendorRun, device: serde_json::Value, not
     w.put("rows.bin", &run.rows_bin)?;
     w.put_json("report.json", &run.report)?;
     w.put("tables.md", render_markdown(&run.report).as_bytes())?;
-    w.finish("vendor", device, notes)
+    w.finish(SUITE, device, notes)
 }

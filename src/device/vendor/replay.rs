@@ -3,6 +3,33 @@
 //! anchor rows against the reference).
 
 use super::*;
+use crate::device::replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
+
+/// The vendor suite's replay: the capture's consistency (there is no CPU
+/// model of cuBLAS).
+pub struct Suite;
+
+impl Replay for Suite {
+    fn suite(&self) -> &'static str {
+        SUITE
+    }
+
+    /// Fails on every table or anchor row inconsistent with the stored bytes.
+    fn replay(&self, capture: &Capture, _: &ReplayOptions) -> Result<ReplayOutcome> {
+        let r = replay(capture)?;
+        Ok(ReplayOutcome {
+            summary: format!(
+                "{} tables and {} anchor rows consistent with the stored bytes{} (no CPU model of cuBLAS yet)",
+                r.tables_checked,
+                r.rows_checked,
+                if r.consistent() { "" } else { " -- INCONSISTENT" }
+            ),
+            details: Vec::new(),
+            problems: Vec::new(),
+            failed: r.mismatches.len(),
+        })
+    }
+}
 
 /// What [`replay`] found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,12 +53,8 @@ impl VendorReplayReport {
 /// on read and is an error; inconsistencies are listed in the report.
 /// There is no CPU model of cuBLAS: this checks the capture, not the GPU.
 pub fn replay(capture: &Capture) -> Result<VendorReplayReport> {
-    if capture.manifest.suite != "vendor" {
-        return Err(DeviceError::Capture(format!(
-            "{} is a `{}` capture, not `vendor`",
-            capture.dir.display(),
-            capture.manifest.suite
-        )));
+    if capture.manifest.suite != SUITE {
+        return Err(wrong_suite(capture, SUITE));
     }
     let report: VendorReport = capture.read_json("report.json")?;
     let data = capture.read("rows.bin")?;
