@@ -48,7 +48,10 @@ fn diff_fields() -> &'static Vec<String> {
 
 /// The non-null scalar fields of a cell's JSON form beyond the base fields
 /// and the byte diff, sorted by name: (knobs, column fields).
-fn extras(cell: &Cell) -> (Vec<(String, Value)>, Vec<(String, Value)>) {
+/// Named scalar fields of a cell, sorted by name.
+type Fields = Vec<(String, Value)>;
+
+fn extras(cell: &Cell) -> (Fields, Fields) {
     let Ok(Value::Object(map)) = serde_json::to_value(cell) else {
         return (Vec::new(), Vec::new());
     };
