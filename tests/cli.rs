@@ -276,6 +276,8 @@ fn demo_mx_table_and_formats_run() {
         // the explainer names, from the bytes alone, the orders the table picks
         "at M = 1 the row is fma, at M = 17 it is fma;split=4",
         "fix: choose the split from (K, N) only",
+        "== op:agmm-v2-fixed",
+        "== op:agmm-v2-prefix",
         "-- as expected",
         "every subject behaved as its construction predicts: yes",
     ] {

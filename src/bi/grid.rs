@@ -46,11 +46,11 @@ fn diff_fields() -> &'static Vec<String> {
     })
 }
 
+/// The non-null scalar fields of a cell's JSON form beyond the base fields
+/// and the byte diff, sorted by name: (knobs, column fields).
 /// Named scalar fields of a cell, sorted by name.
 type Fields = Vec<(String, Value)>;
 
-/// The non-null scalar fields of a cell's JSON form beyond the base fields
-/// and the byte diff, sorted by name: (knobs, column fields).
 fn extras(cell: &Cell) -> (Fields, Fields) {
     let Ok(Value::Object(map)) = serde_json::to_value(cell) else {
         return (Vec::new(), Vec::new());
@@ -156,7 +156,7 @@ impl RowKey {
         let mut parts: Vec<String> = self
             .knobs
             .iter()
-            .map(|(k, v)| format!("{k}={}", knob_text(v)))
+            .map(|(k, v)| format!("{}={}", alias(k), knob_text(v)))
             .collect();
         parts.push(format!("m={}", self.m));
         parts.join(" ")
@@ -245,6 +245,19 @@ impl Grid {
     }
 }
 
+/// A column field's value in a terminal header: `A vs B` as `AvB` (their
+/// initials), anything else its first 6 characters.
+fn short(v: &str) -> String {
+    match v.split_once(" vs ") {
+        Some((a, b)) => format!(
+            "{}v{}",
+            a.chars().next().unwrap_or('?'),
+            b.chars().next().unwrap_or('?')
+        ),
+        None => v.chars().take(6).collect(),
+    }
+}
+
 /// One character per verdict, for grids on a terminal.
 pub fn symbol(v: super::Verdict) -> char {
     use super::Verdict;
@@ -284,11 +297,12 @@ impl Grid {
             }
             for (_, v) in &c.extra {
                 t.push('/');
-                t.push_str(&knob_text(v).chars().take(6).collect::<String>());
+                t.push_str(&short(&knob_text(v)));
             }
             t
         };
-        let w = (self.cols.iter().map(|c| sub(c).len()).max().unwrap_or(1) + 1).max(6);
+        // per column: its sub-header plus a space, at least 6 wide
+        let widths: Vec<usize> = self.cols.iter().map(|c| (sub(c).len() + 1).max(6)).collect();
         let lw = self.rows.iter().map(|r| r.label().len()).max().unwrap_or(1).max(1) + 2;
         let mut head1 = " ".repeat(lw);
         let mut head2 = " ".repeat(lw);
@@ -296,10 +310,10 @@ impl Grid {
         while j < self.cols.len() {
             let g = group(&self.cols[j]);
             let span = self.cols[j..].iter().take_while(|c| group(c) == g).count();
-            let room = (span * w).saturating_sub(1);
-            let shown: String = g.chars().take(room).collect();
-            let _ = write!(head1, "{shown:<width$}", width = span * w);
-            for c in &self.cols[j..j + span] {
+            let width: usize = widths[j..j + span].iter().sum();
+            let shown: String = g.chars().take(width.saturating_sub(1)).collect();
+            let _ = write!(head1, "{shown:<width$}");
+            for (c, w) in self.cols[j..j + span].iter().zip(&widths[j..j + span]) {
                 let _ = write!(head2, "{:<w$}", sub(c));
             }
             j += span;
@@ -307,7 +321,7 @@ impl Grid {
         let mut s = format!("{}\n{}\n", head1.trim_end(), head2.trim_end());
         for (r, row) in self.rows.iter().zip(&self.at) {
             let mut line = format!("{:<lw$}", r.label());
-            for sq in row {
+            for (sq, w) in row.iter().zip(&widths) {
                 let worst = sq
                     .iter()
                     .map(|&i| cells[i].verdict)

@@ -6,16 +6,17 @@
 //! the pattern is the one the subject's construction predicts.
 //!
 //! Subjects: a dispatch-table GEMM (an order chosen by M, as cuBLAS
-//! heuristics and tuned-config tables do), and the op presets
-//! (see [`op_rows`]).
+//! heuristics and tuned-config tables do), and the all-gather-matmul op
+//! presets `agmm-v2-fixed` and `agmm-v2-prefix` (see [`op_rows`]).
 
+use super::subjects::subject_from_spec;
 use super::{Outcome, Result};
-use crate::bi::{check, CheckOptions, Family, Grid, Report, Rows, Verdict};
+use crate::bi::{check, run_matrix, CheckOptions, Family, Grid, Job, Report, RowPos, Rows, Verdict};
 use crate::explain::candidates::{family, Inputs};
 use crate::explain::{diverge, identify, suggest, IdentifyOptions, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Subject};
+use crate::subject::{Dispatch, Knobs, ScaleKind, Subject};
 
 /// The built-in dispatch table: fma up to 16 rows, split-K 4 up to 256,
 /// then split-K 8 with a pairwise reduction.
@@ -95,11 +96,80 @@ fn dispatch_rows() -> Vec<DemoRow> {
     }]
 }
 
-/// The op presets `agmm-v2-fixed` and `agmm-v2-prefix` as subjects
-/// (`op:PRESET`). Empty until the op subject is part of this build: the
-/// demo then shows the dispatch-table subject only.
+/// The all-gather-matmul op presets `agmm-v2-fixed` (one path for every
+/// row) and `agmm-v2-prefix` (the GATHER path re-rounds x2 to per-column
+/// scales, which changes its bytes only when x2's scales vary along K), as
+/// subjects (`op:PRESET`): world size 2, x1 scales ID, x2 scales ID and
+/// VAR, M per rank 4 and 8, families content, position and rank.
 fn op_rows() -> Vec<DemoRow> {
-    Vec::new()
+    let (ws, k, n) = (2usize, 256, 64);
+    let jobs: Vec<Job> = ScaleKind::ALL
+        .iter()
+        .map(|&x2| Job {
+            knobs: Knobs {
+                world_size: Some(ws),
+                x1_scales: Some(ScaleKind::Identity),
+                x2_scales: Some(x2),
+                deterministic_comm: None,
+            },
+            opts: CheckOptions {
+                positions: vec![RowPos::Index(0), RowPos::Mid, RowPos::Last],
+                ..opts(
+                    &[Family::Content, Family::Position, Family::Rank],
+                    vec![4 * ws, 8 * ws],
+                    k,
+                    n,
+                    InType::E4M3,
+                )
+            },
+        })
+        .collect();
+    let shape = format!(
+        "K = {k}, N = {n}, MXFP8 (e4m3) inputs, world size {ws}, M = {} and {} ({} and {} rows per rank), x1 scales ID, x2 scales ID and VAR (K-varying)",
+        4 * ws,
+        8 * ws,
+        4,
+        8
+    );
+    let row = |preset: &'static str, about: &str, expect: &str, holds: Box<dyn Fn(&Report) -> bool>| {
+        let jobs = jobs.clone();
+        let spec = format!("op:{preset}");
+        DemoRow {
+            about: about.into(),
+            shape: shape.clone(),
+            run: Box::new(move || run_matrix(&jobs, &|kn: &Knobs| subject_from_spec(&spec, kn), None, &|_, _| {})),
+            explain: None,
+            expect: expect.into(),
+            holds,
+        }
+    };
+    let varying = |c: &crate::bi::Cell| c.knobs.x2_scales == Some(ScaleKind::Varying);
+    vec![
+        row(
+            "agmm-v2-fixed",
+            "AllGatherMatmul V2, MXFP8, the fix: every row through one path (x2 scales inside the fused sum)",
+            "passes every family, with either x2 scale kind",
+            Box::new(|r: &Report| {
+                r.count(Verdict::Pass) == r.cells.len() && !r.cells.is_empty()
+            }),
+        ),
+        row(
+            "agmm-v2-prefix",
+            "AllGatherMatmul V2, MXFP8, before the fix: GATHER rows re-round x2 to per-column scales, LOCAL rows do not",
+            "rank fails exactly where a GATHER copy is compared with a LOCAL one, and position fails, only with K-varying x2 scales; content (seed 000's test) passes",
+            Box::new(move |r: &Report| {
+                let fails = |c: &crate::bi::Cell| c.verdict == Verdict::Fail;
+                r.cells.iter().all(|c| c.verdict != Verdict::Error && c.verdict != Verdict::NonDet)
+                    && r.cells.iter().filter(|c| fails(c)).all(|c| varying(c) && c.family != Family::Content)
+                    && r.cells.iter().any(|c| fails(c) && c.family == Family::Rank)
+                    && r.cells.iter().any(|c| fails(c) && c.family == Family::Position)
+                    && r.cells
+                        .iter()
+                        .filter(|c| c.family == Family::Rank && varying(c))
+                        .all(|c| fails(c) == c.path.as_deref().is_some_and(|p| p.contains("GATHER")))
+            }),
+        ),
+    ]
 }
 
 /// The target row's output as `subject` computes it in a batch of `m`
