@@ -189,10 +189,12 @@ fn an_error_answer_is_one_error_cell_and_the_runner_stays() {
 #[test]
 fn a_broken_runner_is_exit_2_with_one_line_and_nothing_written() {
     let e = Env::new("broken");
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
         ("die-at-start", "120", "exited (exit status: 3) before the greeting"),
         ("bad-greeting", "120", "is not the greeting"),
         ("die-after-1", "120", "exited (exit status: 4) before job 2"),
+        // the next job line meets a closed pipe: no SIGPIPE death, one line
+        ("exit-after-1", "120", "exit status: 5)"),
         ("hang", "2", "no answer for job 1 within 2 s (killed)"),
         ("garbage", "120", "answered job 1 with a line that is not JSON"),
         ("chatter", "120", "not JSON: \"computing job 1\""),

@@ -133,6 +133,7 @@ def check(
     vs: object = None,
     name: Optional[str] = None,
     vs_name: Optional[str] = None,
+    timeout: Optional[float] = None,
 ) -> RawReport: ...
 
 @final

@@ -8,7 +8,8 @@ A subject is a Python callable ``fn(a, b) -> out``: ``a`` is a float32
 device are accepted, see :mod:`mxbi.torch`). The values are drawn from the
 seed so that they are exact in ``input`` (default f32; pass ``input="bf16"``
 for a bf16 kernel). It may also be a spec string, as the CLI's ``--subject``:
-``"model:ORDER"`` or ``"dispatch:FILE"``.
+``"model:ORDER"``, ``"dispatch:FILE"``, ``"exec:CMD"`` (an mxbi-exec/1
+runner), ``"dump:DIR"``, or a GPU kind (with a ``cuda`` build).
 
 The checker releases the GIL while it computes and takes it back to call
 ``fn``; an exception in ``fn`` makes that cell an ``ERROR`` with the
@@ -225,6 +226,7 @@ def check(
     strict: bool = False,
     name: Optional[str] = None,
     boundaries: Sequence[int] = (),
+    timeout: Optional[float] = None,
 ) -> Report:
     """Runs a subject through variant families; one verdict per cell, as
     ``mxbi bi run``.
@@ -239,6 +241,8 @@ def check(
     subject's name in the report (default ``python:QUALNAME``).
     ``boundaries``: M values where a callable's behaviour may change (tile
     heights, split thresholds); ``"edges"`` then adds b-1, b, b+1 for each.
+    ``timeout``: seconds an ``exec:`` runner may take to greet and per job
+    (default 120).
 
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
@@ -263,5 +267,6 @@ def check(
         None if vs is None else _subject(vs),
         _name(fn, name),
         None if vs is None else _name(vs, None),
+        timeout,
     )
     return Report(raw, strict=strict, ms=ms)

@@ -16,7 +16,7 @@ use mxbi::gemm::{BLayout, Matrix, Problem};
 use mxbi::io::DType;
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset, ScaleLayout, ScaleMode};
 use mxbi::order::{InType, Order, Tree};
-use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
+use mxbi::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject, SubjectError};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -787,52 +787,113 @@ struct Parsed {
     abort: Option<Arc<Mutex<Option<PyErr>>>>,
 }
 
-/// A subject: the spec strings `model:ORDER` and `dispatch:FILE` (as the
-/// CLI's `--subject`) or a callable, named `name`.
-fn subject(spec: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<Parsed> {
+/// What runner subjects (`exec:`, `dump:`) take from the call (the CLI's
+/// `--input`, `--timeout`).
+#[derive(Clone, Copy, Default)]
+struct RunnerCtx {
+    input: Option<InType>,
+    /// Seconds (None: the default, 120).
+    timeout: Option<f64>,
+}
+
+/// A subject spec string, as the CLI's `--subject` (`model:ORDER`,
+/// `dispatch:FILE`, `exec:CMD`, `dump:DIR`, and the GPU kinds, which need a
+/// build with feature `cuda` and say so otherwise), with the CLI's messages.
+fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
+    if let Some(gpu) = mxbi::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(err)?;
+        return Ok(Parsed {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: mxbi::device::subject::gpu_subject_from_spec(spec)
+                .ok_or_else(|| err(format!("subject '{spec}': not a GPU kind")))?
+                .map_err(err)?,
+            abort: None,
+        });
+    }
+    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
+        err(format!(
+            "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
+        ))
+    })?;
+    match kind {
+        "model" => {
+            let order: Order = parse(arg)?;
+            Ok(Parsed {
+                subject: Box::new(Model::new(order)),
+                input: Some(bi::input_of(&order)),
+                boundaries: vec![],
+                abort: None,
+            })
+        }
+        "dispatch" => {
+            let path = std::path::Path::new(arg);
+            let len = std::fs::metadata(path)
+                .map_err(|e| err(format!("dispatch table {arg}: {e}")))?
+                .len();
+            if len > MAX_TABLE_BYTES {
+                return Err(err(format!(
+                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
+                )));
+            }
+            let text = std::fs::read_to_string(path).map_err(|e| err(format!("dispatch table {arg}: {e}")))?;
+            let d = Dispatch::parse(arg, &text).map_err(err)?;
+            let inputs: Vec<InType> = d.entries.iter().map(|e| bi::input_of(&e.order)).collect();
+            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
+            Ok(Parsed {
+                boundaries: d.m_boundaries(),
+                subject: Box::new(d),
+                input,
+                abort: None,
+            })
+        }
+        "exec" => {
+            let mut opts = ExecOptions {
+                input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
+            };
+            if let Some(t) = ctx.timeout {
+                if !(t > 0.0 && t <= 86_400.0) {
+                    return Err(err(format!("timeout {t}: expected seconds in (0, 86400]")));
+                }
+                opts.timeout = std::time::Duration::from_secs_f64(t);
+            }
+            let e = Exec::start(arg, opts.clone()).map_err(err)?;
+            Ok(Parsed {
+                subject: Box::new(e),
+                input: Some(opts.input),
+                boundaries: vec![],
+                abort: None,
+            })
+        }
+        "dump" => {
+            let d = Dump::open(arg).map_err(err)?;
+            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
+                return Err(err(format!(
+                    "dump folder {arg} holds {} inputs, not {} (input)",
+                    d.input_type().name(),
+                    t.name()
+                )));
+            }
+            Ok(Parsed {
+                input: Some(d.input_type()),
+                boundaries: d.boundaries().to_vec(),
+                subject: Box::new(d),
+                abort: None,
+            })
+        }
+        _ => Err(err(format!(
+            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
+        ))),
+    }
+}
+
+/// A subject: a spec string (see [`subject_from_spec`]) or a callable,
+/// named `name`.
+fn subject(spec: &Bound<'_, PyAny>, name: Option<String>, ctx: RunnerCtx) -> PyResult<Parsed> {
     if let Ok(s) = spec.cast::<PyString>() {
         let spec: String = s.extract()?;
-        let spec = spec.as_str();
-        let (kind, arg) = spec.split_once(':').ok_or_else(|| {
-            err(format!(
-                "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
-            ))
-        })?;
-        return match kind {
-            "model" => {
-                let order: Order = parse(arg)?;
-                Ok(Parsed {
-                    subject: Box::new(Model::new(order)),
-                    input: Some(bi::input_of(&order)),
-                    boundaries: vec![],
-                    abort: None,
-                })
-            }
-            "dispatch" => {
-                let path = std::path::Path::new(arg);
-                let len = std::fs::metadata(path)
-                    .map_err(|e| err(format!("dispatch table {arg}: {e}")))?
-                    .len();
-                if len > MAX_TABLE_BYTES {
-                    return Err(err(format!(
-                        "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
-                    )));
-                }
-                let text = std::fs::read_to_string(path).map_err(|e| err(format!("dispatch table {arg}: {e}")))?;
-                let d = Dispatch::parse(arg, &text).map_err(err)?;
-                let inputs: Vec<InType> = d.entries.iter().map(|e| bi::input_of(&e.order)).collect();
-                let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
-                Ok(Parsed {
-                    boundaries: d.m_boundaries(),
-                    subject: Box::new(d),
-                    input,
-                    abort: None,
-                })
-            }
-            _ => Err(err(format!(
-                "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
-            ))),
-        };
+        return subject_from_spec(&spec, ctx);
     }
     if !spec.is_callable() {
         let ty = spec.get_type().name()?.to_string();
@@ -933,7 +994,7 @@ impl PyReport {
 
 /// The batch-invariance checker, as `mxbi bi run`.
 #[pyfunction]
-#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None))]
+#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None))]
 #[allow(clippy::too_many_arguments)]
 fn check<'py>(
     py: Python<'py>,
@@ -949,9 +1010,15 @@ fn check<'py>(
     vs: Option<&Bound<'py, PyAny>>,
     name: Option<String>,
     vs_name: Option<String>,
+    timeout: Option<f64>,
 ) -> PyResult<PyReport> {
-    let s = self::subject(subject, name)?;
-    let v = vs.map(|v| self::subject(v, vs_name)).transpose()?;
+    let input_named = input.map(|t| in_type(Some(t), None)).transpose()?;
+    let ctx = RunnerCtx {
+        input: input_named,
+        timeout,
+    };
+    let s = self::subject(subject, name, ctx)?;
+    let v = vs.map(|v| self::subject(v, vs_name, ctx)).transpose()?;
     let families: Vec<Family> = families
         .iter()
         .map(|f| f.trim().parse::<Family>().map_err(|e| err(format!("families: {e}"))))
@@ -1047,7 +1114,15 @@ fn reveal(
     verify_rows: usize,
     name: Option<String>,
 ) -> PyResult<PyRevealed> {
-    let s = self::subject(subject, name)?;
+    let named = input.map(|t| in_type(Some(t), None)).transpose()?;
+    let s = self::subject(
+        subject,
+        name,
+        RunnerCtx {
+            input: named,
+            timeout: None,
+        },
+    )?;
     let input = in_type(input, s.input)?;
     let o = RevealOptions {
         m,
@@ -1189,7 +1264,7 @@ fn accuracy<'py>(
             let g = py.detach(|| mxbi::accuracy::golden::gemm(&o.problem())).map_err(err)?;
             let bench = match subject {
                 Some(spec) => {
-                    let s = self::subject(spec, None)?;
+                    let s = self::subject(spec, None, RunnerCtx::default())?;
                     let subj: &dyn Subject = s.subject.as_ref();
                     let out = py.detach(|| subj.run(&o.problem(), None));
                     take_abort(&s)?;

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mxbi
+import mxbi.runner
 from conftest import SPLIT_K_BY_M_TABLE, draw, muladd, muladd_split, run_cli, split_k_by_m
 
 FAMILIES = ["content", "batch", "position", "permutation", "repeat"]
@@ -94,6 +95,67 @@ def test_edges_around_declared_boundaries():
     assert {c.m for c in r.cells if c.verdict == "BI_FAIL"} == {m for m in r.ms if m > 4}
     with pytest.raises(mxbi.MxbiError, match="boundaries: only for a callable"):
         mxbi.bi.check("model:fma", families=["batch"], k=16, n=2, boundaries=[4])
+
+
+RUNNER = """
+import sys
+sys.path.insert(0, {examples!r})
+import numpy as np
+from mxbi_runner import serve
+
+def split_k_by_m(a, b):
+    def muladd(a, b):
+        acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+        for k in range(a.shape[1]):
+            acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        return acc
+    if a.shape[0] <= 4:
+        return muladd(a, b)
+    q = -(-a.shape[1] // 4)
+    parts = [muladd(a[:, p * q:(p + 1) * q], b[p * q:(p + 1) * q]) for p in range(4)]
+    return ((parts[0] + parts[1]) + parts[2]) + parts[3]
+
+serve(split_k_by_m, "split_k_by_m")
+"""
+
+
+def test_in_process_and_through_an_exec_runner_give_the_same_report(tmp_path):
+    """The same callable in-process and as an mxbi-exec/1 runner (the
+    examples/ helper): the same cells, verdicts and bytes."""
+    import sys
+
+    from conftest import ROOT
+
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER.format(examples=str(ROOT / "examples")))
+    spec = f"exec:{sys.executable} {runner}"
+    kw = dict(families=["batch", "position", "repeat"], k=K, n=N, m=MS)
+    ex = mxbi.bi.check(spec, **kw)
+    py = mxbi.bi.check(split_k_by_m, **kw)
+    assert ex.subject == "exec:split_k_by_m" and not ex.passed  # named by the runner's greeting
+    assert renamed(py, ex.subject) == json.loads(ex.to_json())
+    with pytest.raises(mxbi.MxbiError, match="timeout 0: expected seconds"):
+        mxbi.bi.check(spec, timeout=0, **kw)
+    # the runner script itself, loaded in-process: the same report again
+    inproc = mxbi.runner.in_process(str(runner))
+    assert inproc.name == "split_k_by_m"
+    again = mxbi.bi.check(inproc, name="exec:" + inproc.name, **kw)
+    assert again.to_json() == ex.to_json()
+
+
+def test_the_examples_numpy_runner_in_process_and_through_exec():
+    """examples/runner_numpy_f32.py (the machine's BLAS): whatever its
+    verdicts, they are the same in-process and through exec:."""
+    import sys
+
+    from conftest import ROOT
+
+    script = str(ROOT / "examples" / "runner_numpy_f32.py")
+    kw = dict(families=["batch", "content", "repeat"], k=256, n=16, m=[1, 2, 9, 64])
+    ex = mxbi.bi.check(f"exec:{sys.executable} {script}", **kw)
+    inproc = mxbi.runner.in_process(script)
+    py = mxbi.bi.check(inproc, name=ex.subject, **kw)
+    assert py.to_json() == ex.to_json()
 
 
 def test_a_kernel_reading_other_rows_fails_content():

@@ -59,6 +59,9 @@ impl Held<'_> {
     }
 }
 
+/// Builds the subject of one setting (one line on error).
+pub type Factory<'a> = dyn Fn(&Knobs) -> Result<Box<dyn Subject>, String> + 'a;
+
 /// The built-in matrix names.
 pub const BUILTINS: [&str; 3] = ["seed000", "te-anchor", "edges"];
 
@@ -158,7 +161,7 @@ pub fn builtin(name: &str, subject: &dyn Subject) -> Result<Vec<Job>, String> {
 /// that reported itself broken.
 pub fn run_matrix(
     jobs: &[Job],
-    factory: &dyn Fn(&Knobs) -> Result<Box<dyn Subject>, String>,
+    factory: &Factory,
     shard: Option<(usize, usize)>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Report, String> {
@@ -167,8 +170,8 @@ pub fn run_matrix(
     let mut resolved = jobs.to_vec();
     let mut inputs: BTreeMap<Knobs, Option<InType>> = BTreeMap::new();
     for j in &mut resolved {
-        if !inputs.contains_key(&j.knobs) {
-            inputs.insert(j.knobs, factory(&j.knobs)?.input());
+        if let std::collections::btree_map::Entry::Vacant(e) = inputs.entry(j.knobs) {
+            e.insert(factory(&j.knobs)?.input());
         }
         if let Some(t) = inputs[&j.knobs].filter(|t| *t != InType::F32) {
             j.opts.input = t;
@@ -193,8 +196,8 @@ pub(super) fn run_jobs<'a>(
     }
     let mut subjects: BTreeMap<Knobs, Held<'a>> = BTreeMap::new();
     for j in jobs {
-        if !subjects.contains_key(&j.knobs) {
-            subjects.insert(j.knobs, factory(&j.knobs)?);
+        if let std::collections::btree_map::Entry::Vacant(e) = subjects.entry(j.knobs) {
+            e.insert(factory(&j.knobs)?);
         }
     }
     // every cell of the whole matrix, in order

@@ -57,7 +57,7 @@ pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
 pub use inputs::{input_of, Rows};
-pub use matrix::{builtin, parse_shard, run_matrix, Job, BUILTINS};
+pub use matrix::{builtin, parse_shard, run_matrix, Factory, Job, BUILTINS};
 pub use merge::merge;
 pub use report::{CaseInfo, Cell, Control, Options, Report, Summary, REPORT_SCHEMA};
 pub use run::{check_shard, edge_ms, CheckOptions, Limits};

@@ -3,7 +3,7 @@
 
 use super::case::Standard;
 use super::family::Family;
-use super::grid::{knob_text, knobs, sort_cells};
+use super::grid::{knob_text, settings, sort_cells};
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
 use crate::subject::Knobs;
@@ -210,7 +210,7 @@ impl Report {
             let knob_names: Vec<String> = {
                 let mut v: Vec<String> = cells
                     .iter()
-                    .flat_map(|c| knobs(c).into_iter().map(|(k, _)| k))
+                    .flat_map(|c| settings(c).into_iter().map(|(k, _)| k))
                     .collect();
                 v.sort();
                 v.dedup();
@@ -233,7 +233,7 @@ impl Report {
             rule.push_str("---|---:|---:|---:|---:|---|");
             let _ = writeln!(s, "{head}\n{rule}");
             for c in cells {
-                let kv = knobs(c);
+                let kv = settings(c);
                 let _ = write!(s, "| {} | {} | {} |", c.m, c.k, c.n);
                 for k in &knob_names {
                     let v = kv

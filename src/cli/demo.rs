@@ -29,8 +29,13 @@ const TABLE: &str = r#"{"dispatch": [
 struct DemoRow {
     /// What the subject is, in one line.
     about: String,
-    subject: Box<dyn Subject>,
-    opts: CheckOptions,
+    /// The matrix, in one line (K, N, input, M, settings).
+    shape: String,
+    /// Runs the check.
+    run: Box<dyn Fn() -> std::result::Result<Report, String>>,
+    /// A row-independent subject and its options: a failing batch cell is
+    /// then explained.
+    explain: Option<(Box<dyn Subject>, CheckOptions)>,
     /// What the construction predicts, in one line.
     expect: String,
     /// Whether the report shows exactly that.
@@ -63,16 +68,28 @@ fn dispatch_rows() -> Vec<DemoRow> {
             (c.verdict == Verdict::Fail) == differs && c.verdict != Verdict::Error
         }) && r.count(Verdict::Fail) > 0
     };
+    let o = opts(
+        &[
+            Family::Content,
+            Family::Batch,
+            Family::Position,
+            Family::Permutation,
+            Family::Repeat,
+        ],
+        ms,
+        k,
+        n,
+        InType::F32,
+    );
+    let (subject, check_opts) = (table.clone(), o.clone());
     vec![DemoRow {
         about: "a dispatch-table GEMM: fma up to M = 16, fma;split=4 up to 256, then fma;split=8;reduce=pairwise".into(),
-        subject: Box::new(table),
-        opts: opts(
-            &[Family::Content, Family::Batch, Family::Position, Family::Permutation, Family::Repeat],
-            ms,
-            k,
-            n,
-            InType::F32,
+        shape: format!(
+            "K = {k}, N = {n}, input f32, M = {}",
+            o.ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
         ),
+        run: Box::new(move || check(&subject, None, &check_opts, &|_, _| {})),
+        explain: Some((Box::new(table), o)),
         expect: format!("batch fails exactly where the table picks another order than at M = {m0} (M > 16); every other family passes"),
         holds: Box::new(holds),
     }]
@@ -160,16 +177,10 @@ pub fn run() -> Result<Outcome> {
     let mut all_held = true;
     let mut totals = [0usize; 5];
     for row in dispatch_rows().into_iter().chain(op_rows()) {
-        let report = check(row.subject.as_ref(), None, &row.opts, &|_, _| {})?;
+        let report = (row.run)()?;
         outln!("== {}", report.subject);
         outln!("   {}", row.about);
-        outln!(
-            "   K = {}, N = {}, input {}, M = {}",
-            row.opts.k,
-            row.opts.n,
-            report.input,
-            row.opts.ms.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
-        );
+        outln!("   {}", row.shape);
         outln!();
         for line in Grid::new(&report.cells).text(&report.cells).lines() {
             outln!("   {line}");
@@ -195,8 +206,8 @@ pub fn run() -> Result<Outcome> {
                 );
             }
         }
-        if let Some(lines) = explain_batch_failure(row.subject.as_ref(), &report, &row.opts) {
-            for l in lines {
+        if let Some((subject, opts)) = &row.explain {
+            for l in explain_batch_failure(subject.as_ref(), &report, opts).unwrap_or_default() {
                 outln!("   {l}");
             }
         }

@@ -70,6 +70,16 @@ pub struct MiniFloat {
 }
 
 impl MiniFloat {
+    /// The format with `ebits` exponent bits, `mbits` mantissa bits and
+    /// `specials`; the bias is the IEEE one, 2^(ebits-1) - 1.
+    pub const fn new(ebits: u32, mbits: u32, specials: Specials) -> MiniFloat {
+        MiniFloat {
+            ebits,
+            mbits,
+            bias: (1 << (ebits - 1)) - 1,
+            specials,
+        }
+    }
     /// Exponent of the smallest normal number.
     pub const fn emin(&self) -> i32 {
         1 - self.bias
@@ -143,48 +153,17 @@ impl MiniFloat {
     }
 }
 
-pub const E4M3: MiniFloat = MiniFloat {
-    ebits: 4,
-    mbits: 3,
-    bias: 7,
-    specials: Specials::NanOnlyAllOnes,
-};
-pub const E5M2: MiniFloat = MiniFloat {
-    ebits: 5,
-    mbits: 2,
-    bias: 15,
-    specials: Specials::Ieee,
-};
-pub const E3M2: MiniFloat = MiniFloat {
-    ebits: 3,
-    mbits: 2,
-    bias: 3,
-    specials: Specials::None,
-};
-pub const E2M3: MiniFloat = MiniFloat {
-    ebits: 2,
-    mbits: 3,
-    bias: 1,
-    specials: Specials::None,
-};
-pub const E2M1: MiniFloat = MiniFloat {
-    ebits: 2,
-    mbits: 1,
-    bias: 1,
-    specials: Specials::None,
-};
-pub const BF16: MiniFloat = MiniFloat {
-    ebits: 8,
-    mbits: 7,
-    bias: 127,
-    specials: Specials::Ieee,
-};
-pub const F16: MiniFloat = MiniFloat {
-    ebits: 5,
-    mbits: 10,
-    bias: 15,
-    specials: Specials::Ieee,
-};
+// Every minifloat's parameters, derived from three inputs (exponent bits,
+// mantissa bits, how specials are encoded): the bias is 2^(ebits-1) - 1 for
+// all of them, and emin, emax, max, Inf and NaN codes follow in
+// `MiniFloat`'s methods. This table is the only place they are stated.
+pub const E4M3: MiniFloat = MiniFloat::new(4, 3, Specials::NanOnlyAllOnes);
+pub const E5M2: MiniFloat = MiniFloat::new(5, 2, Specials::Ieee);
+pub const E3M2: MiniFloat = MiniFloat::new(3, 2, Specials::None);
+pub const E2M3: MiniFloat = MiniFloat::new(2, 3, Specials::None);
+pub const E2M1: MiniFloat = MiniFloat::new(2, 1, Specials::None);
+pub const BF16: MiniFloat = MiniFloat::new(8, 7, Specials::Ieee);
+pub const F16: MiniFloat = MiniFloat::new(5, 10, Specials::Ieee);
 
 impl Format {
     pub const ALL: [Format; 9] = [
@@ -384,6 +363,24 @@ impl FromStr for Format {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The derived biases and exponent ranges are the published ones (OCP
+    /// OFP8 and MX v1.0, IEEE 754 binary16/binary32, bfloat16).
+    #[test]
+    fn derived_parameters() {
+        let table = [
+            (E4M3, 7, -6, 8),
+            (E5M2, 15, -14, 15),
+            (E3M2, 3, -2, 4),
+            (E2M3, 1, 0, 2),
+            (E2M1, 1, 0, 2),
+            (BF16, 127, -126, 127),
+            (F16, 15, -14, 15),
+        ];
+        for (m, bias, emin, emax) in table {
+            assert_eq!((m.bias, m.emin(), m.emax()), (bias, emin, emax), "{m:?}");
+        }
+    }
 
     #[test]
     fn format_constants() {

@@ -50,6 +50,20 @@ impl DType {
         }
     }
 
+    /// The element format of a narrow float storage type, in the one
+    /// element vocabulary ([`Format`](crate::format::Format)); None for
+    /// f32, f64 and the integer types.
+    pub const fn format(self) -> Option<crate::format::Format> {
+        use crate::format::Format;
+        match self {
+            DType::F16 => Some(Format::F16),
+            DType::BF16 => Some(Format::BF16),
+            DType::F8E4M3 => Some(Format::E4M3),
+            DType::F8E5M2 => Some(Format::E5M2),
+            _ => None,
+        }
+    }
+
     /// Canonical lower-case name: `f32`, `f64`, `f16`, `bf16`, `u8`, `u16`,
     /// `i8`, `i32`, `i64`, `f8e4m3`, `f8e5m2`.
     pub const fn name(self) -> &'static str {
@@ -169,5 +183,21 @@ impl FromStr for DType {
             let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
             format!("unknown dtype '{s}'; expected one of: {}", names.join(", "))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The storage types that carry element codes name their format, and
+    /// the format's code width is the stored element size.
+    #[test]
+    fn narrow_float_types_name_their_format() {
+        let narrow: Vec<DType> = DType::ALL.into_iter().filter(|d| d.format().is_some()).collect();
+        assert_eq!(narrow, [DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2]);
+        for d in narrow {
+            assert_eq!(d.format().unwrap().bits() as usize, 8 * d.size(), "{}", d.name());
+        }
     }
 }

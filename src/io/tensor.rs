@@ -342,14 +342,10 @@ impl TensorData {
             DType::U16 => view_le::<u16>(b).iter().map(|&x| x as f32).collect(),
             DType::I32 => view_le::<i32>(b).iter().map(|&x| x as f32).collect(),
             DType::I64 => view_le::<i64>(b).iter().map(|&x| x as f32).collect(),
-            DType::F8E4M3 => b
-                .iter()
-                .map(|&x| crate::format::Format::E4M3.decode_f32(x as u16))
-                .collect(),
-            DType::F8E5M2 => b
-                .iter()
-                .map(|&x| crate::format::Format::E5M2.decode_f32(x as u16))
-                .collect(),
+            DType::F8E4M3 | DType::F8E5M2 => {
+                let f = self.dtype.format().expect("FP8 storage types have an element format");
+                b.iter().map(|&x| f.decode_f32(x as u16)).collect()
+            }
         }
     }
 

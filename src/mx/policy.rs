@@ -54,32 +54,23 @@ impl MxFormat {
         }
     }
 
-    /// The element's largest finite value.
-    pub const fn max_value(self) -> f64 {
-        match self {
-            MxFormat::Fp8E4M3 => 448.0,
-            MxFormat::Fp8E5M2 => 57344.0,
-            MxFormat::Fp6E3M2 => 28.0,
-            MxFormat::Fp6E2M3 => 7.5,
-            MxFormat::Fp4E2M1 => 6.0,
-            MxFormat::Int8 => 127.0 / 64.0,
-        }
+    /// The element's largest finite value (from the format).
+    pub fn max_value(self) -> f64 {
+        self.element().max_value()
     }
 
     /// `fl32(1/max)` computed as TransformerEngine does, `(float)(1.0/max)`
     /// (an f64 division, then narrowing): the RCEIL multiplier.
-    pub const fn max_rcp(self) -> f32 {
+    pub fn max_rcp(self) -> f32 {
         (1.0 / self.max_value()) as f32
     }
 
     /// Explicit mantissa bits of the element's largest binade (used by the
-    /// EVEN scale mode).
+    /// EVEN scale mode): the format's, and 6 for MXINT8 (steps of 2^-6).
     pub const fn mbits(self) -> u32 {
-        match self {
-            MxFormat::Fp8E4M3 | MxFormat::Fp6E2M3 => 3,
-            MxFormat::Fp8E5M2 | MxFormat::Fp6E3M2 => 2,
-            MxFormat::Fp4E2M1 => 1,
-            MxFormat::Int8 => 6,
+        match self.element().minifloat() {
+            Some(m) => m.mbits,
+            None => 6,
         }
     }
 }
@@ -302,10 +293,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn max_values_match_the_element_tables() {
-        for f in MxFormat::ALL {
-            assert_eq!(f.max_value(), f.element().max_value(), "{f}");
-            assert_eq!(f.max_rcp(), (1.0f64 / f.element().max_value()) as f32);
+    fn derived_parameters_are_the_ocp_values() {
+        // OCP MX v1.0, Tables 2-4: largest normal values and mantissa bits
+        let spec = [
+            (MxFormat::Fp8E4M3, 448.0, 3),
+            (MxFormat::Fp8E5M2, 57344.0, 2),
+            (MxFormat::Fp6E3M2, 28.0, 2),
+            (MxFormat::Fp6E2M3, 7.5, 3),
+            (MxFormat::Fp4E2M1, 6.0, 1),
+            (MxFormat::Int8, 127.0 / 64.0, 6),
+        ];
+        assert_eq!(spec.len(), MxFormat::ALL.len());
+        for (f, max, mbits) in spec {
+            assert_eq!(f.max_value(), max, "{f}");
+            assert_eq!(f.max_rcp(), (1.0f64 / max) as f32, "{f}");
+            assert_eq!(f.mbits(), mbits, "{f}");
         }
     }
 }

@@ -485,7 +485,7 @@ impl Requant {
 
     fn get(&mut self, code: u8, d: i32) -> std::result::Result<u8, String> {
         let slot = (d.clamp(0, 255) as usize) << 8 | code as usize;
-        if d >= 0 && d < 256 && self.table[slot] >= 0 {
+        if (0..256).contains(&d) && self.table[slot] >= 0 {
             return Ok(self.table[slot] as u8);
         }
         let v = self.el.decode_f64(code as u16) * pow2(-d);

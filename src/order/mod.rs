@@ -7,6 +7,7 @@ mod tree;
 
 pub use tree::{Difference, Divergence, Node, NodeId, Tree};
 
+use crate::format::{Format, MiniFloat};
 use std::fmt;
 use std::str::FromStr;
 
@@ -54,6 +55,9 @@ pub enum CMode {
 }
 
 /// Types a tensor-core step can read; inputs must be exactly representable.
+/// The subset of the element vocabulary ([`Format`]) that GEMM inputs use,
+/// plus f32; every name and parameter is read from the format
+/// ([`InType::format`] is the one mapping), none is restated here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InType {
@@ -72,32 +76,56 @@ impl InType {
         InType::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    pub const fn name(self) -> &'static str {
-        match self {
-            InType::Bf16 => "bf16",
-            InType::F16 => "f16",
-            InType::E4M3 => "e4m3",
-            InType::E5M2 => "e5m2",
-            InType::F32 => "f32",
-        }
-    }
-    /// Exponent given to zeros and subnormals in the fused-sum decomposition.
-    pub const fn emin(self) -> i32 {
-        match self {
-            InType::Bf16 | InType::F32 => -126,
-            InType::F16 | InType::E5M2 => -14,
-            InType::E4M3 => -6,
-        }
-    }
-    /// The element format, for representability checks (None: any f32).
-    pub const fn format(self) -> Option<crate::format::Format> {
-        use crate::format::Format;
+    /// The element format (None: f32, any f32 value).
+    pub const fn format(self) -> Option<Format> {
         match self {
             InType::Bf16 => Some(Format::BF16),
             InType::F16 => Some(Format::F16),
             InType::E4M3 => Some(Format::E4M3),
             InType::E5M2 => Some(Format::E5M2),
             InType::F32 => None,
+        }
+    }
+
+    /// The format's name (`f32` for f32).
+    pub const fn name(self) -> &'static str {
+        match self.format() {
+            Some(f) => f.name(),
+            None => "f32",
+        }
+    }
+
+    /// The type's minifloat parameters (None: f32, whose parameters are
+    /// the standard library's).
+    pub const fn params(self) -> Option<MiniFloat> {
+        match self.format() {
+            Some(f) => f.minifloat(),
+            None => None,
+        }
+    }
+
+    /// Exponent given to zeros and subnormals in the fused-sum decomposition
+    /// (the smallest normal exponent).
+    pub const fn emin(self) -> i32 {
+        match self.params() {
+            Some(m) => m.emin(),
+            None => f32::MIN_EXP - 1,
+        }
+    }
+
+    /// Fraction (mantissa) bits of the type.
+    pub const fn frac_bits(self) -> u32 {
+        match self.params() {
+            Some(m) => m.mbits,
+            None => f32::MANTISSA_DIGITS - 1,
+        }
+    }
+
+    /// Bytes of one code (4 for f32).
+    pub const fn bytes(self) -> usize {
+        match self.params() {
+            Some(m) => (m.bits() / 8) as usize,
+            None => std::mem::size_of::<f32>(),
         }
     }
 }
@@ -717,6 +745,27 @@ impl Order {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// InType reads every parameter from the format: the values the fused
+    /// step and the fast kernels used to restate.
+    #[test]
+    fn in_type_parameters_come_from_the_format() {
+        let expect = [
+            (InType::Bf16, "bf16", -126, 7, 2),
+            (InType::F16, "f16", -14, 10, 2),
+            (InType::E4M3, "e4m3", -6, 3, 1),
+            (InType::E5M2, "e5m2", -14, 2, 1),
+            (InType::F32, "f32", -126, 23, 4),
+        ];
+        assert_eq!(expect.len(), InType::ALL.len());
+        for (t, name, emin, frac, bytes) in expect {
+            assert_eq!(
+                (t.name(), t.emin(), t.frac_bits(), t.bytes()),
+                (name, emin, frac, bytes)
+            );
+            assert_eq!(InType::from_name(name), Some(t));
+        }
+    }
 
     const SPELLINGS: &[&str] = &[
         "fma",

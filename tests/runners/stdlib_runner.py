@@ -13,8 +13,9 @@ bit of C[0][0] when M > 2: a batch-dependent error), f16 (answers in f16),
 bf16 (answers bf16 bits, rounded to nearest even), error (every job answers
 an error), error-m3 (jobs with M >= 3 do), die-at-start, die-after-1, hang,
 garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
-stdout), bad-greeting, close-stdout (closes stdout and hangs), dev-zero (names
-/dev/zero as its output).
+stdout), bad-greeting, exit-after-1 (exits right after answering job 1: mxbi's
+next write meets a closed pipe), close-stdout (closes stdout and hangs),
+dev-zero (names /dev/zero as its output).
 """
 import ast
 import json
@@ -120,6 +121,8 @@ def serve(mode):
         dtype = answer(job, mode)
         say({"job": job["job"] + (1 if mode == "wrong-job" else 0), "out": job["out"], "dtype": dtype})
         done += 1
+        if mode == "exit-after-1":
+            os._exit(5)
 
 
 def dump(folder, mode):

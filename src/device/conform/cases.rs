@@ -4,25 +4,25 @@
 
 use super::*;
 
-fn random_code(r: &mut SplitMix64, elem: Elem, class: InputClass) -> u16 {
+fn random_code(r: &mut SplitMix64, elem: InType, class: InputClass) -> u16 {
     match elem {
-        Elem::F32 => unreachable!("f32 values are generated as bits"),
-        Elem::Bf16 => {
+        InType::F32 => unreachable!("f32 values are generated as bits"),
+        InType::Bf16 => {
             let e = match class {
                 InputClass::Tiny => r.range_i64(0, 30) as u16,
                 _ => r.range_i64(127 - 24, 127 + 24) as u16,
             };
             ((r.next_u32() & 1) as u16) << 15 | e << 7 | (r.next_u32() & 0x7F) as u16
         }
-        Elem::F16 => {
+        InType::F16 => {
             let e = match class {
                 InputClass::Tiny => r.range_i64(0, 4) as u16,
                 _ => r.range_i64(1, 27) as u16,
             };
             ((r.next_u32() & 1) as u16) << 15 | e << 10 | (r.next_u32() & 0x3FF) as u16
         }
-        Elem::E4m3 | Elem::E5m2 => {
-            let e5 = elem == Elem::E5m2;
+        InType::E4M3 | InType::E5M2 => {
+            let e5 = elem == InType::E5M2;
             loop {
                 let c = match class {
                     InputClass::Tiny => (r.next_u32() & 0x8F) as u16, // exponent field 0..1
@@ -56,14 +56,14 @@ fn random_f32(r: &mut SplitMix64, class: InputClass, operand_b: bool) -> f32 {
     f32::from_bits(sign | exp << 23 | mant)
 }
 
-fn special_code(r: &mut SplitMix64, elem: Elem) -> u16 {
+fn special_code(r: &mut SplitMix64, elem: InType) -> u16 {
     let s = (r.next_u32() & 1) as u16;
     match elem {
-        Elem::F32 => unreachable!(),
-        Elem::Bf16 => [0x0000, 0x7F80, 0x7FC0, 0x7F7F, 0x0001][r.below(5) as usize] | s << 15,
-        Elem::F16 => [0x0000, 0x7C00, 0x7E00, 0x7BFF, 0x0001][r.below(5) as usize] | s << 15,
-        Elem::E4m3 => [0x00, 0x7F, 0x7E, 0x01][r.below(4) as usize] | s << 7,
-        Elem::E5m2 => [0x00, 0x7C, 0x7E, 0x7B, 0x01][r.below(5) as usize] | s << 7,
+        InType::F32 => unreachable!(),
+        InType::Bf16 => [0x0000, 0x7F80, 0x7FC0, 0x7F7F, 0x0001][r.below(5) as usize] | s << 15,
+        InType::F16 => [0x0000, 0x7C00, 0x7E00, 0x7BFF, 0x0001][r.below(5) as usize] | s << 15,
+        InType::E4M3 => [0x00, 0x7F, 0x7E, 0x01][r.below(4) as usize] | s << 7,
+        InType::E5M2 => [0x00, 0x7C, 0x7E, 0x7B, 0x01][r.below(5) as usize] | s << 7,
     }
 }
 
@@ -87,7 +87,7 @@ impl ConformCase {
     }
 
     pub fn mx_format(&self) -> Option<MxFormat> {
-        self.mx.then_some(if self.elem == Elem::E5m2 {
+        self.mx.then_some(if self.elem == InType::E5M2 {
             MxFormat::Fp8E5M2
         } else {
             MxFormat::Fp8E4M3
@@ -95,7 +95,7 @@ impl ConformCase {
     }
 
     pub fn plan(&self) -> Result<GpuPlan> {
-        let mx = self.mx.then_some(self.elem == Elem::E5m2);
+        let mx = self.mx.then_some(self.elem == InType::E5M2);
         GpuPlan::new(&self.parsed_order()?, mx, self.backend16).map_err(DeviceError::Refused)
     }
 
@@ -235,76 +235,86 @@ impl ConformCase {
 }
 /// Orders that every run covers once (each sm_90-expressible family), with
 /// their input element type, MX flag and 16-bit backend.
-pub fn fixed_orders() -> Vec<(&'static str, Elem, bool, Backend16)> {
+pub fn fixed_orders() -> Vec<(&'static str, InType, bool, Backend16)> {
     use Backend16::*;
     vec![
-        ("fma", Elem::F32, false, MmaSync),
-        ("muladd", Elem::F32, false, MmaSync),
-        ("fma;ktile=64;tile=fresh", Elem::F32, false, MmaSync),
-        ("fma;ktile=48;tile=fresh;reduce=pairwise", Elem::F32, false, MmaSync),
-        ("fma;split=4", Elem::F32, false, MmaSync),
-        ("muladd;split=3;reduce=pairwise", Elem::F32, false, MmaSync),
-        ("fma;split=4/interleave;ktile=32", Elem::F32, false, MmaSync),
-        ("fma;split=3;ktile=40;tile=fresh", Elem::F32, false, MmaSync),
-        ("fma;lanes=32", Elem::F32, false, MmaSync),
-        ("muladd;lanes=8;out=bf16", Elem::F32, false, MmaSync),
-        ("fma;out=f16", Elem::F32, false, MmaSync),
-        ("hopper-bf16", Elem::Bf16, false, MmaSync),
-        ("hopper-f16", Elem::F16, false, MmaSync),
-        ("hopper-bf16", Elem::Bf16, false, Wgmma),
-        ("hopper-f16", Elem::F16, false, Wgmma),
-        ("hopper-bf16;split=4;reduce=pairwise", Elem::Bf16, false, MmaSync),
-        ("hopper-bf16;ktile=64;tile=fresh", Elem::Bf16, false, Wgmma),
-        ("hopper-fp8-mma-sync", Elem::E4m3, false, MmaSync),
-        ("mma(k=32,f=25,split=mod4,c=late,in=e5m2)", Elem::E5m2, false, MmaSync),
-        ("hopper-fp8-wgmma", Elem::E4m3, false, MmaSync),
-        ("mma(k=32,f=13,out=13,in=e5m2)", Elem::E5m2, false, MmaSync),
-        ("deepgemm-fp8", Elem::E4m3, false, MmaSync),
-        ("deepgemm-fp8;split=2", Elem::E4m3, false, MmaSync),
-        ("fma", Elem::E4m3, true, MmaSync),
-        ("muladd;split=2", Elem::E5m2, true, MmaSync),
-        ("fma;scale=block", Elem::E4m3, true, MmaSync),
-        ("muladd;scale=block;split=3;reduce=pairwise", Elem::E4m3, true, MmaSync),
-        ("fma;scale=block;lanes=4", Elem::E4m3, true, MmaSync),
-        ("hopper-fp8-wgmma;promote=32;scale=block", Elem::E4m3, true, MmaSync),
-        ("hopper-fp8-mma-sync;promote=32;scale=block", Elem::E4m3, true, MmaSync),
+        ("fma", InType::F32, false, MmaSync),
+        ("muladd", InType::F32, false, MmaSync),
+        ("fma;ktile=64;tile=fresh", InType::F32, false, MmaSync),
+        ("fma;ktile=48;tile=fresh;reduce=pairwise", InType::F32, false, MmaSync),
+        ("fma;split=4", InType::F32, false, MmaSync),
+        ("muladd;split=3;reduce=pairwise", InType::F32, false, MmaSync),
+        ("fma;split=4/interleave;ktile=32", InType::F32, false, MmaSync),
+        ("fma;split=3;ktile=40;tile=fresh", InType::F32, false, MmaSync),
+        ("fma;lanes=32", InType::F32, false, MmaSync),
+        ("muladd;lanes=8;out=bf16", InType::F32, false, MmaSync),
+        ("fma;out=f16", InType::F32, false, MmaSync),
+        ("hopper-bf16", InType::Bf16, false, MmaSync),
+        ("hopper-f16", InType::F16, false, MmaSync),
+        ("hopper-bf16", InType::Bf16, false, Wgmma),
+        ("hopper-f16", InType::F16, false, Wgmma),
+        ("hopper-bf16;split=4;reduce=pairwise", InType::Bf16, false, MmaSync),
+        ("hopper-bf16;ktile=64;tile=fresh", InType::Bf16, false, Wgmma),
+        ("hopper-fp8-mma-sync", InType::E4M3, false, MmaSync),
+        ("mma(k=32,f=25,split=mod4,c=late,in=e5m2)", InType::E5M2, false, MmaSync),
+        ("hopper-fp8-wgmma", InType::E4M3, false, MmaSync),
+        ("mma(k=32,f=13,out=13,in=e5m2)", InType::E5M2, false, MmaSync),
+        ("deepgemm-fp8", InType::E4M3, false, MmaSync),
+        ("deepgemm-fp8;split=2", InType::E4M3, false, MmaSync),
+        ("fma", InType::E4M3, true, MmaSync),
+        ("muladd;split=2", InType::E5M2, true, MmaSync),
+        ("fma;scale=block", InType::E4M3, true, MmaSync),
+        (
+            "muladd;scale=block;split=3;reduce=pairwise",
+            InType::E4M3,
+            true,
+            MmaSync,
+        ),
+        ("fma;scale=block;lanes=4", InType::E4M3, true, MmaSync),
+        ("hopper-fp8-wgmma;promote=32;scale=block", InType::E4M3, true, MmaSync),
+        (
+            "hopper-fp8-mma-sync;promote=32;scale=block",
+            InType::E4M3,
+            true,
+            MmaSync,
+        ),
         (
             "mma(k=32,f=13,out=13,in=e5m2);promote=32;scale=block;out=bf16",
-            Elem::E5m2,
+            InType::E5M2,
             true,
             MmaSync,
         ),
     ]
 }
 
-fn random_order(r: &mut SplitMix64) -> (String, Elem, bool, Backend16) {
+fn random_order(r: &mut SplitMix64) -> (String, InType, bool, Backend16) {
     let backend = if r.chance(1, 2) {
         Backend16::MmaSync
     } else {
         Backend16::Wgmma
     };
     let pick = r.below(10);
-    let (base, elem, mx): (&str, Elem, bool) = match pick {
-        0 | 1 => ("fma", Elem::F32, false),
-        2 => ("muladd", Elem::F32, false),
-        3 => ("hopper-bf16", Elem::Bf16, false),
-        4 => ("hopper-f16", Elem::F16, false),
+    let (base, elem, mx): (&str, InType, bool) = match pick {
+        0 | 1 => ("fma", InType::F32, false),
+        2 => ("muladd", InType::F32, false),
+        3 => ("hopper-bf16", InType::Bf16, false),
+        4 => ("hopper-f16", InType::F16, false),
         5 => {
             if r.chance(1, 2) {
-                ("hopper-fp8-mma-sync", Elem::E4m3, false)
+                ("hopper-fp8-mma-sync", InType::E4M3, false)
             } else {
-                ("mma(k=32,f=25,split=mod4,c=late,in=e5m2)", Elem::E5m2, false)
+                ("mma(k=32,f=25,split=mod4,c=late,in=e5m2)", InType::E5M2, false)
             }
         }
         6 => {
             if r.chance(1, 2) {
-                ("hopper-fp8-wgmma", Elem::E4m3, false)
+                ("hopper-fp8-wgmma", InType::E4M3, false)
             } else {
-                ("deepgemm-fp8", Elem::E4m3, false)
+                ("deepgemm-fp8", InType::E4M3, false)
             }
         }
         7 => {
-            let e = if r.chance(1, 2) { Elem::E4m3 } else { Elem::E5m2 };
+            let e = if r.chance(1, 2) { InType::E4M3 } else { InType::E5M2 };
             (if r.chance(1, 2) { "fma" } else { "muladd" }, e, true)
         }
         8 => (
@@ -313,7 +323,7 @@ fn random_order(r: &mut SplitMix64) -> (String, Elem, bool, Backend16) {
             } else {
                 "muladd;scale=block"
             },
-            Elem::E4m3,
+            InType::E4M3,
             true,
         ),
         _ => (
@@ -322,7 +332,7 @@ fn random_order(r: &mut SplitMix64) -> (String, Elem, bool, Backend16) {
             } else {
                 "hopper-fp8-mma-sync;promote=32;scale=block"
             },
-            Elem::E4m3,
+            InType::E4M3,
             true,
         ),
     };
@@ -475,7 +485,7 @@ pub fn generate_cases(opts: &ConformOptions) -> Vec<ConformCase> {
     ];
     let mut cases = Vec::new();
     let mut push =
-        |r: &mut SplitMix64, order: String, elem: Elem, mx: bool, backend16: Backend16, class: Option<InputClass>| {
+        |r: &mut SplitMix64, order: String, elem: InType, mx: bool, backend16: Backend16, class: Option<InputClass>| {
             for attempt in 0..ATTEMPTS_PER_ORDER {
                 let (m, n, k) = shape(r, mx, opts.max_terms);
                 let drawn = classes[r.below(classes.len() as u64) as usize];

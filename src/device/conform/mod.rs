@@ -11,7 +11,6 @@
 use super::capture::{canonical_bits, digest64, Capture};
 use super::codegen::{Backend16, GpuPlan, TermKind};
 use super::{DeviceError, Result};
-use crate::format::Format;
 use crate::gemm::{gemm, BLayout, Matrix, Problem};
 use crate::mx::MxFormat;
 use crate::order::{Family, InType, Order};
@@ -56,29 +55,6 @@ pub enum InputClass {
     Specials,
 }
 
-/// Element type of the inputs as stored for the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Elem {
-    F32,
-    Bf16,
-    F16,
-    E4m3,
-    E5m2,
-}
-
-impl Elem {
-    fn format(self) -> Option<Format> {
-        match self {
-            Elem::F32 => None,
-            Elem::Bf16 => Some(Format::BF16),
-            Elem::F16 => Some(Format::F16),
-            Elem::E4m3 => Some(Format::E4M3),
-            Elem::E5m2 => Some(Format::E5M2),
-        }
-    }
-}
-
 /// One conformance case: everything needed to regenerate it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConformCase {
@@ -91,7 +67,7 @@ pub struct ConformCase {
     pub n: usize,
     pub k: usize,
     /// Element type of A and B (the MX element format when `mx`).
-    pub elem: Elem,
+    pub elem: InType,
     /// Inputs are MX (codes + E8M0 scales, blocks of 32 along K).
     pub mx: bool,
     pub class: InputClass,
@@ -174,7 +150,7 @@ mod tests {
             m: 2,
             n: 3,
             k: 64,
-            elem: Elem::Bf16,
+            elem: InType::Bf16,
             mx: false,
             class: InputClass::Cancel,
             seed: 5,
@@ -215,7 +191,7 @@ mod tests {
             m: 1,
             n: 4,
             k: 16,
-            elem: Elem::F32,
+            elem: InType::F32,
             mx: false,
             class: InputClass::Wide,
             seed: 1,
@@ -328,7 +304,7 @@ mod tests {
                 m: 4,
                 n: 8,
                 k,
-                elem: Elem::F32,
+                elem: InType::F32,
                 mx: false,
                 class: InputClass::Wide,
                 seed: 3,

@@ -4,71 +4,35 @@
 
 use super::*;
 
-/// Bit layout of an element type, for generating codes directly.
-#[derive(Clone, Copy)]
-struct Ty {
-    ebits: u32,
-    mbits: u32,
-    bias: i32,
-    /// IEEE specials (Inf and NaN at the all-ones exponent); else OCP e4m3.
-    ieee: bool,
+/// Codes of an element type drawn directly from its parameters (the
+/// format's [`MiniFloat`]; nothing about the type is restated here).
+trait Draw {
+    fn sign(&self) -> u16;
+    fn mant_mask(&self) -> u32;
+    fn code(&self, neg: bool, field: u32, mant: u32) -> u16;
+    fn normal(&self, r: &mut SplitMix64, neg: bool, e: i32) -> u16;
+    fn subnormal(&self, r: &mut SplitMix64, neg: bool) -> u16;
+    fn nan(&self, r: &mut SplitMix64) -> u16;
+    fn inf(&self, neg: bool) -> u16;
+    fn wide(&self) -> (i32, i32);
 }
 
-impl Ty {
-    fn of(f: Format) -> Ty {
-        match f {
-            Format::BF16 => Ty {
-                ebits: 8,
-                mbits: 7,
-                bias: 127,
-                ieee: true,
-            },
-            Format::F16 => Ty {
-                ebits: 5,
-                mbits: 10,
-                bias: 15,
-                ieee: true,
-            },
-            Format::E5M2 => Ty {
-                ebits: 5,
-                mbits: 2,
-                bias: 15,
-                ieee: true,
-            },
-            _ => Ty {
-                ebits: 4,
-                mbits: 3,
-                bias: 7,
-                ieee: false,
-            },
-        }
-    }
+impl Draw for MiniFloat {
     fn sign(&self) -> u16 {
-        1 << (self.ebits + self.mbits)
+        self.sign_mask()
     }
     fn mant_mask(&self) -> u32 {
         (1 << self.mbits) - 1
     }
-    fn max_field(&self) -> u32 {
-        if self.ieee {
-            (1 << self.ebits) - 2
-        } else {
-            (1 << self.ebits) - 1
-        }
-    }
-    /// Smallest and largest normal unbiased exponents.
-    fn emin(&self) -> i32 {
-        1 - self.bias
-    }
-    fn emax(&self) -> i32 {
-        self.max_field() as i32 - self.bias
-    }
+    /// The code with this sign, biased exponent field and mantissa; a code
+    /// that would be NaN (S.1111.111 in e4m3) steps one down to the maximum.
     fn code(&self, neg: bool, field: u32, mant: u32) -> u16 {
-        let mut mant = mant & self.mant_mask();
-        if !self.ieee && field == self.max_field() && mant == self.mant_mask() {
-            mant -= 1; // S.1111.111 is NaN in e4m3
+        let c = (if neg { self.sign() } else { 0 }) | ((field << self.mbits) | (mant & self.mant_mask())) as u16;
+        if self.is_nan_code(c) {
+            c - 1
+        } else {
+            c
         }
-        (if neg { self.sign() } else { 0 }) | ((field << self.mbits) | mant) as u16
     }
     /// A random normal code with unbiased exponent `e` (clamped to the
     /// normal range), random mantissa.
@@ -80,17 +44,18 @@ impl Ty {
         let m = (r.next_u32() & self.mant_mask()).max(1);
         self.code(neg, 0, m)
     }
+    /// A NaN code: random sign, and with IEEE specials a random nonzero
+    /// mantissa under the all-ones exponent.
     fn nan(&self, r: &mut SplitMix64) -> u16 {
         let neg = r.chance(1, 2);
-        if self.ieee {
-            let m = (r.next_u32() & self.mant_mask()).max(1);
-            (if neg { self.sign() } else { 0 }) | ((((1 << self.ebits) - 1) << self.mbits) | m) as u16
-        } else {
-            (if neg { self.sign() } else { 0 }) | (self.sign() - 1)
+        let s = if neg { self.sign() } else { 0 };
+        match self.inf_mag() {
+            Some(inf) => s | inf | (r.next_u32() & self.mant_mask()).max(1) as u16,
+            None => s | self.nan_mag().expect("a probed type has NaN"),
         }
     }
     fn inf(&self, neg: bool) -> u16 {
-        (if neg { self.sign() } else { 0 }) | ((((1 << self.ebits) - 1) << self.mbits) as u16)
+        (if neg { self.sign() } else { 0 }) | self.inf_mag().expect("only types with Inf draw it")
     }
     /// Exponent window of the "wide" class: the whole normal range, except
     /// bf16 which stops at 2^60 so that sums stay inside f32.
@@ -173,7 +138,7 @@ fn f32_with(r: &mut SplitMix64, neg: bool, e: i32) -> f32 {
     f32::from_bits(bits)
 }
 
-fn gen_tile(spec: &ProbeSpec, ty: Ty, table: &[f32], seed: u64, tile: usize) -> Tile {
+fn gen_tile(spec: &ProbeSpec, ty: MiniFloat, table: &[f32], seed: u64, tile: usize) -> Tile {
     let mut r = SplitMix64::for_item(seed, tile as u64);
     let (rows, k) = (spec.rows, spec.k());
     let pick = r.below(100);
@@ -259,7 +224,7 @@ fn gen_tile(spec: &ProbeSpec, ty: Ty, table: &[f32], seed: u64, tile: usize) -> 
             if r.chance(1, 40) {
                 *x = match r.below(10) {
                     0..=2 => ty.nan(&mut r),
-                    3..=7 if ty.ieee => ty.inf(r.chance(1, 2)),
+                    3..=7 if ty.inf_mag().is_some() => ty.inf(r.chance(1, 2)),
                     _ => ty.code(r.chance(1, 2), 0, 0),
                 };
             }
@@ -354,9 +319,8 @@ impl Cases {
                 spec.name
             )));
         }
-        let f = spec.format();
-        let ty = Ty::of(f);
-        let table = decode_table(f);
+        let ty = spec.params();
+        let table = decode_table(spec.format());
         let tiles = spec.tiles_for(cases);
         let parts: Vec<Tile> = (0..tiles)
             .into_par_iter()
@@ -393,8 +357,7 @@ impl Cases {
     /// one-hot columns of B (k = n, then k = n + K - 8) against distinct A
     /// values, and A = B = 0 with distinct integer C.
     pub fn layout_check(spec: &ProbeSpec) -> Cases {
-        let f = spec.format();
-        let ty = Ty::of(f);
+        let ty = spec.params();
         let (rows, k) = (spec.rows, spec.k());
         let one = ty.code(false, ty.bias as u32, 0);
         // distinct (as far as the type allows) positive codes in [1/4, 8):

@@ -37,7 +37,7 @@
 
 use super::capture::{canonical_bits, f32_digest, Capture, CaptureWriter, Manifest};
 use super::{DeviceError, Result};
-use crate::format::Format;
+use crate::format::{Format, MiniFloat};
 use crate::gemm::mma_step::mma_step;
 use crate::order::{CMode, InType, Mma, MmaSplit};
 use crate::rng::SplitMix64;
@@ -198,18 +198,18 @@ impl ProbeSpec {
     pub fn tile_cases(&self) -> usize {
         self.rows * COLS
     }
+    /// The element format of the instruction's inputs (every probed
+    /// instruction reads a narrow type; the tests check the table).
     pub fn format(&self) -> Format {
-        match self.mma.input {
-            InType::Bf16 => Format::BF16,
-            InType::F16 => Format::F16,
-            InType::E4M3 => Format::E4M3,
-            InType::E5M2 => Format::E5M2,
-            InType::F32 => Format::BF16, // no probe reads f32
-        }
+        self.mma.input.format().expect("a probe reads a narrow input type")
+    }
+    /// The input type's parameters.
+    pub fn params(&self) -> MiniFloat {
+        self.mma.input.params().expect("a probe reads a narrow input type")
     }
     /// Bytes per element code (2 for bf16/f16, 1 for fp8).
     pub fn elem_bytes(&self) -> usize {
-        (self.format().bits() / 8) as usize
+        self.mma.input.bytes()
     }
     /// Tiles needed for at least `cases` cases.
     pub fn tiles_for(&self, cases: usize) -> usize {

@@ -33,7 +33,7 @@
 
 use super::capture::{sha256_hex, Capture, CaptureWriter, Manifest};
 use super::{DeviceError, Result};
-use crate::format::Format;
+use crate::order::InType;
 use crate::rng::SplitMix64;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -79,7 +79,10 @@ pub const TENSOR_SCALE_X: f32 = 0.25;
 /// Block edge of the `VEC128_32F` / `BLK128x128_32F` scale modes.
 pub const SCALE_BLOCK: usize = 128;
 
-/// Element types of inputs and outputs.
+/// Element types of inputs and outputs: the subset of [`InType`] (and so
+/// of the element vocabulary `format::Format`) that the vendor cases use.
+/// Only the serialised names and the generator tag are this type's own;
+/// sizes and values come from the format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dtype {
@@ -89,20 +92,25 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub fn size(self) -> usize {
+    /// The element type.
+    pub const fn in_type(self) -> InType {
         match self {
-            Dtype::F32 => 4,
-            Dtype::Bf16 => 2,
-            Dtype::E4m3 => 1,
+            Dtype::F32 => InType::F32,
+            Dtype::Bf16 => InType::Bf16,
+            Dtype::E4m3 => InType::E4M3,
         }
+    }
+
+    pub fn size(self) -> usize {
+        self.in_type().bytes()
     }
 
     /// Exact value of one little-endian element.
     pub fn decode(self, b: &[u8]) -> f64 {
-        match self {
-            Dtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-            Dtype::Bf16 => Format::BF16.decode_f64(u16::from_le_bytes([b[0], b[1]])),
-            Dtype::E4m3 => Format::E4M3.decode_f64(b[0] as u16),
+        match self.in_type().format() {
+            None => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            Some(f) if self.size() == 2 => f.decode_f64(u16::from_le_bytes([b[0], b[1]])),
+            Some(f) => f.decode_f64(b[0] as u16),
         }
     }
 

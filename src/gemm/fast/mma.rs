@@ -22,21 +22,11 @@
 
 use super::plan::{Op, Plan, Step};
 use super::{elementwise, Isa, TileBufs};
-use crate::order::{InType, Mma};
+use crate::order::Mma;
 use rayon::prelude::*;
 
 const TILE_ROWS: usize = 16;
 const TILE_COLS: usize = 256;
-
-fn frac_bits(t: InType) -> u32 {
-    match t {
-        InType::Bf16 => 7,
-        InType::F16 => 10,
-        InType::E4M3 => 3,
-        InType::E5M2 => 2,
-        InType::F32 => 23,
-    }
-}
 
 /// The exponent carried by zero inputs: far below any real term, so a zero
 /// product never sets the alignment exponent M, and the shifts it causes
@@ -148,7 +138,7 @@ impl Inputs<'_> {
 /// representable in the step's type, or the tree has unexpected parameters.
 pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32>> {
     let (k, n, rows) = (inp.k, inp.n, inp.rows);
-    let fi = frac_bits(m.input);
+    let fi = m.input.frac_bits();
     let emin = m.input.emin();
     let mut nmax = 0usize;
     for op in &plan.ops {
@@ -786,6 +776,7 @@ fn pow2(e: i32) -> f64 {
 mod tests {
     use super::*;
     use crate::gemm::step::{round_exact, Exact, Round};
+    use crate::order::InType;
 
     #[test]
     fn rz_matches_round_exact() {
@@ -819,7 +810,7 @@ mod tests {
     #[test]
     fn split_is_exact() {
         for t in [InType::Bf16, InType::F16, InType::E4M3, InType::E5M2, InType::F32] {
-            let (fi, emin) = (frac_bits(t), t.emin());
+            let (fi, emin) = (t.frac_bits(), t.emin());
             for bits in (0u32..0x7F80_0000).step_by(9973).chain([1, 0x80_0000, 0x3F80_0000]) {
                 let x = f32::from_bits(bits);
                 if let Some((xv, e)) = split(x, fi, emin) {
