@@ -500,6 +500,7 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
         .map(|s| super::bi::parse_subject(&resolve_spec(s, base)))
         .transpose()?;
     let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
+    opts.validate(vs.is_some()).map_err(CliError)?;
     let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
     let parts: Vec<&str> = cell.split('/').collect();
     let field = |i: usize, key: &str| -> Result<String> {
