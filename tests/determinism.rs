@@ -8,8 +8,10 @@ mod common;
 use common::TempDir;
 use std::process::Command;
 
-/// (stdout, every `out*` file's bytes by name) of one run.
-fn run(dir: &std::path::Path, threads: &str, args: &[String]) -> (i32, Vec<u8>, Vec<(String, Vec<u8>)>) {
+/// What one run leaves: exit code, stdout, every `out*` file's bytes by name.
+type Run = (i32, Vec<u8>, Vec<(String, Vec<u8>)>);
+
+fn run(dir: &std::path::Path, threads: &str, args: &[String]) -> Run {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.file_name().unwrap().to_string_lossy().starts_with("out") {

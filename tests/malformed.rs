@@ -15,7 +15,7 @@ use std::process::Command;
 /// A `.npy` file: version 1.0 header `dict` (padded to 64 bytes) + `data`.
 fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut h = dict.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');
