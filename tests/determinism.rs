@@ -85,4 +85,11 @@ fn reports_are_the_same_bytes_on_1_2_and_8_threads() {
     // the dispatch subject breaks batch invariance past M = 4: the
     // comparison above is over reports that contain failures, not only passes
     assert!(saw_fail);
+    // the comparison sees the contents: another seed changes the bytes
+    let seeded = |seed: &str| {
+        let mut a = commands[0].clone();
+        a.extend(["--seed".to_string(), seed.to_string()]);
+        run(t.path(), "2", &a)
+    };
+    assert!(seeded("1") != seeded("2"));
 }
