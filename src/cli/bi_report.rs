@@ -54,6 +54,26 @@ pub fn tick(pb: &ProgressBar) -> impl Fn(usize, usize) + '_ {
 /// written), prints the terminal summary and maps the verdicts to the exit
 /// code.
 pub fn emit(report: &Report, out: &ReportArgs) -> Result<Outcome> {
+    // a run that cannot count (exit 2) writes no report file
+    let outcome = match report.exit_code(out.strict) {
+        0 => Outcome::Held,
+        1 => Outcome::Failed,
+        _ if !report.summary.valid => {
+            return Err(CliError(
+                "a positive control did not fail: this run cannot tell passing from failing".into(),
+            ))
+        }
+        _ => {
+            return Err(CliError(format!(
+                "no cell could run: {}",
+                report
+                    .cells
+                    .first()
+                    .and_then(|c| c.reason.as_deref())
+                    .unwrap_or("no cells")
+            )))
+        }
+    };
     let mut files: Vec<(&Path, String)> = Vec::new();
     if let Some(p) = &out.json {
         let mut s = serde_json::to_string_pretty(report)?;
@@ -71,21 +91,7 @@ pub fn emit(report: &Report, out: &ReportArgs) -> Result<Outcome> {
     }
     write_all_atomic(&files)?;
     out!("{}", report.text());
-    match report.exit_code(out.strict) {
-        0 => Ok(Outcome::Held),
-        1 => Ok(Outcome::Failed),
-        _ if !report.summary.valid => Err(CliError(
-            "a positive control did not fail: this run cannot tell passing from failing".into(),
-        )),
-        _ => Err(CliError(format!(
-            "no cell could run: {}",
-            report
-                .cells
-                .first()
-                .and_then(|c| c.reason.as_deref())
-                .unwrap_or("no cells")
-        ))),
-    }
+    Ok(outcome)
 }
 
 /// The temporary name of `path` while it is written: hidden, in the same

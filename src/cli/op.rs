@@ -91,7 +91,6 @@ fn run_spec(a: RunArgs) -> Result<()> {
             )))
         }
     };
-    std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("{}: {e}", a.out.display())))?;
     let inputs = match (&a.inputs, a.generate) {
         (Some(p), _) => load_inputs(p)?,
         (None, Some(seed)) => {
@@ -105,6 +104,8 @@ fn run_spec(a: RunArgs) -> Result<()> {
         }
         (None, None) => return Err(CliError("give --inputs PATH or --generate SEED".into())),
     };
+    // created once the inputs are read: a bad input leaves no output folder
+    std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("{}: {e}", a.out.display())))?;
     let out = op::run_op_trial(&spec, &inputs, a.trial)?;
     for (r, o) in out.per_rank.iter().enumerate() {
         let t = crate::io::TensorData::from_slice(vec![o.rows, o.cols], &o.data)?;
