@@ -244,7 +244,7 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
             }
             let big_e = e.max(mf.emin());
             let q = big_e - mf.mbits as i32;
-            let m = round_to_quantum(sig, exp, q, negative, p.rounding, sr(p, index));
+            let m = round_to_quantum(sig as u128, exp, q, negative, p.rounding, sr(p, index)) as u64;
             // code magnitude = ((E - emin) << mbits) + m; a carry out of the
             // significand moves into the exponent field by itself.
             let mag = (((big_e - mf.emin()) as u64) << mf.mbits) + m;
@@ -286,7 +286,7 @@ fn encode_int8(x: Input, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
                 return clamp(negative, false);
             }
             // quantum 2^-6
-            let m = round_to_quantum(sig, exp, -6, negative, p.rounding, sr(p, index)) as i64;
+            let m = round_to_quantum(sig as u128, exp, -6, negative, p.rounding, sr(p, index)) as i64;
             let v = if negative { -m } else { m };
             if v > 127 || v < lo {
                 return clamp(negative, false);

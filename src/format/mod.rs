@@ -20,7 +20,7 @@ pub use encode::{
 };
 pub use fp8_rne::{Fp8Rne, Simd};
 pub use policy::{default_nan_out, CastPolicy, CastPreset, NanOut, NanPolicy, Overflow};
-pub use round::{Rounding, Stochastic};
+pub use round::{round_to_quantum, Exact, Rounding, Stochastic};
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,5 +1,6 @@
-//! Tensor-core fused sums (`mma` families, element inputs) in integers,
-//! vectorised across the columns of C.
+//! Fast path: tensor-core fused sums (`mma` families, element inputs) in
+//! integers, vectorised across the columns of C; bit for bit the generic
+//! evaluator's (`gemm::step`), which the tests and `tests/gemm_fast.rs` check.
 //!
 //! Every input is decomposed once as `x = ±X * 2^(e - fi)` (X an integer
 //! below 2^(fi+1), fi the fraction bits of the step's input type, `e >= emin`
@@ -740,7 +741,8 @@ fn finish(sp: i64, m: i32, c: f32, p: Params) -> f32 {
     rz(s < 0, s.unsigned_abs(), m - p.f as i32, p.out)
 }
 
-/// `step::round_exact(.., Round::Rz)` for a 64-bit magnitude.
+/// Fast path of the reference rounding: `step::round_exact(.., Round::Rz)`
+/// for a 64-bit magnitude (test `rz_matches_round_exact`).
 #[inline(always)]
 fn rz(neg: bool, mag: u64, exp: i32, out: u32) -> f32 {
     let lead = 63 - mag.leading_zeros() as i32 + exp;
