@@ -10,9 +10,9 @@
 //! exponent); below it, one f32 addition of `c = 2^(24-BIAS-MB)`, whose ulp
 //! is the target's subnormal quantum, rounds to nearest-even.
 
+use super::elem::Format;
 use super::policy::{CastPolicy, NanOut, Overflow};
 use super::round::Rounding;
-use super::Format;
 
 /// Constants of one (format, policy).
 #[derive(Clone, Copy, Debug)]

@@ -186,10 +186,9 @@ pub fn product(a: Decomposed, b: Decomposed, extra: i32) -> Decomposed {
 /// The canonical NaN of a fused sum.
 pub const FUSED_NAN: u32 = 0x7FFF_FFFF;
 
-/// One tensor-core fused sum over `terms` = [C, products...]: terms aligned
-/// to the largest nominal exponent M of C and the nonzero products, each truncated toward zero to `f` fraction bits
-/// below 2^M, summed exactly, the sum rounded toward zero to `out` fraction
-/// bits; a sum of magnitude 2^128 or more is Inf.
+/// One tensor-core fused sum over `terms` = [C, products...] with `f`
+/// alignment bits and `out` result fraction bits: docs/ORDERS.md, "The
+/// fused sum" (the contract; every rule there is implemented here).
 pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     let (mut pinf, mut ninf) = (false, false);
     for t in terms {

@@ -15,11 +15,11 @@
 //! MX `scale=block` promotes each block's partial with `s = 2^Xa * 2^Xb`
 //! (an f32 product) instead of 1.0.
 //!
-//! Specials: a non-finite input (or, fused, a NaN scale) takes part in the
-//! integer sums as a zero, and its row of A or column of B is marked; for
-//! the marked outputs every fused sum whose products include a non-finite
-//! one is then replaced by its special value (NaN for a NaN term, Inf times
-//! zero, or Infs of both signs, C included; else Inf of the Infs' sign).
+//! Contract: docs/ORDERS.md, "The fused sum" (and "MX inputs" for the
+//! scales). Specials: a non-finite input (or, fused, a NaN scale) takes part
+//! in the integer sums as a zero, and its row of A or column of B is marked;
+//! the marked outputs' fused sums are then recomputed for their special
+//! value as that section's "Specials" rule says.
 
 use super::plan::{Op, Plan, Step};
 use super::{elementwise, Isa, TileBufs};
