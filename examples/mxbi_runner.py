@@ -10,6 +10,8 @@ to it losslessly) and returns the whole C `[M, N]`: a float32 or float16 array, 
 as `fn(a, b, job)` (the job's JSON object). An exception answers that job with an error
 (mxbi records one ERROR cell) and the runner stays up; EOF on stdin ends it. Anything
 printed to stdout (by fn or a library) is sent to stderr: stdout carries the protocol.
+Run with `--dump DIR`, it instead writes `out.npy` for every job of a dump folder
+(`mxbi bi gen --out DIR ...`), for `mxbi bi run --subject dump:DIR`.
 """
 import json
 import os
@@ -34,8 +36,25 @@ def _as_output(c):
     return c, kinds[c.dtype]
 
 
+def _answer(fn, job, with_job):
+    """Computes one job and writes its output; returns the output's dtype name."""
+    a, b = np.load(job["a"]), np.load(job["b"])
+    c, dtype = _as_output(fn(a, b, job) if with_job else fn(a, b))
+    np.save(job["out"], np.ascontiguousarray(c))  # bf16 as <u2 bits
+    return dtype
+
+
+def _dump(fn, folder, with_job):
+    with open(os.path.join(folder, "manifest.json")) as f:
+        jobs = json.load(f)["jobs"]
+    for job in jobs:
+        _answer(fn, dict(job, **{k: os.path.join(folder, job[k]) for k in ("a", "b", "out")}), with_job)
+
+
 def serve(fn, name, with_job=False):
-    """Answer mxbi's jobs on stdin with `fn` until EOF."""
+    """Answer mxbi's jobs on stdin with `fn` until EOF (or fill a dump: `--dump DIR`)."""
+    if sys.argv[1:2] == ["--dump"]:
+        return _dump(fn, sys.argv[2], with_job)
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -50,9 +69,6 @@ def serve(fn, name, with_job=False):
             continue
         job = json.loads(line)
         try:
-            a, b = np.load(job["a"]), np.load(job["b"])
-            c, dtype = _as_output(fn(a, b, job) if with_job else fn(a, b))
-            np.save(job["out"], np.ascontiguousarray(c))
-            say({"job": job["job"], "out": job["out"], "dtype": dtype})
+            say({"job": job["job"], "out": job["out"], "dtype": _answer(fn, job, with_job)})
         except Exception as e:  # one failed job is an ERROR cell, not a dead runner
             say({"job": job["job"], "error": f"{type(e).__name__}: {e}"})

@@ -269,7 +269,10 @@ fn every_positive_control_fails_as_it_must() {
     let fams = Family::ALL;
     for n in [1usize, 8] {
         let r = check(&model("fma"), Some(&fallback), &opts(&fams, &[1, 5], 32, n), &|_, _| {}).unwrap();
-        assert_eq!(r.controls.len(), fams.len(), "{}", r.markdown());
+        // a one-device subject has no rank cells, hence no rank control
+        // (the rank control runs on op subjects: tests/bi_matrix.rs)
+        assert_eq!(r.controls.len(), fams.len() - 1, "{}", r.markdown());
+        assert!(r.controls.iter().all(|c| c.family != Family::Rank));
         assert!(r.controls.iter().all(|c| c.held), "{}", r.markdown());
         assert!(r.summary.valid);
     }
@@ -476,9 +479,25 @@ mod cli {
         std::fs::write(&bad_table, r#"{"dispatch": [{"order": "fma;split=0"}]}"#).unwrap();
         let bad_subject = format!("dispatch:{}", bad_table.display());
         for (args, needle) in [
-            (vec!["--subject", "model:fma", "--family", "rank"], "unknown family"),
+            (vec!["--subject", "model:fma", "--family", "ranks"], "unknown family"),
+            (
+                vec!["--subject", "model:fma", "--family", "rank"],
+                "needs a subject with world size 2",
+            ),
+            (vec!["--subject", "op:rmsnorm", "--family", "batch"], "not a GEMM"),
+            (vec!["--subject", "model:fma", "--matrix", "seed000"], "takes no knobs"),
+            (
+                vec!["--subject", "model:fma", "--family", "batch", "--shard", "2/2"],
+                "--shard",
+            ),
             (vec!["--subject", "fma", "--family", "batch"], "KIND:ARG"),
-            (vec!["--subject", "cuda:fma", "--family", "batch"], "unknown kind"),
+            (vec!["--subject", "gpu:fma", "--family", "batch"], "unknown kind"),
+            // a GPU kind on a machine without one (or a build without the feature)
+            (vec!["--subject", "cuda:fma", "--family", "batch"], "GPU"),
+            (
+                vec!["--subject", "cublaslt:f16", "--family", "batch"],
+                "cublaslt:f32|bf16",
+            ),
             (vec!["--subject", "model:fma;split=0", "--family", "batch"], "split"),
             (vec!["--subject", &missing_subject, "--family", "batch"], "missing.json"),
             (
@@ -500,7 +519,10 @@ mod cli {
                 "input type",
             ),
         ] {
-            let mut full = vec!["bi", "run", "--k", "16", "--n", "4", "--json", j];
+            let mut full = vec!["bi", "run", "--json", j];
+            if !args.contains(&"--matrix") {
+                full.extend(["--k", "16", "--n", "4"]);
+            }
             full.extend(args.iter().copied());
             let (code, out, err) = mxbi(&full);
             assert_eq!(code, 2, "{full:?}: {out}{err}");

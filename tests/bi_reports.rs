@@ -377,7 +377,10 @@ fn a_case_runs_as_its_flags_and_carries_its_standard() {
     assert_eq!(va["case"]["standard"]["acc"], "cv_fused_double_benchmark");
     assert_eq!(va["case"]["standard"]["perf"][1], 0.95);
     assert_eq!(va["case"]["standard"]["bi"]["row_positions"][1], "mid");
+    // the case's `acc` standard is judged beside the cells (tests/accuracy_cli.rs)
+    assert_eq!(va["accuracy"]["status"], "pass");
     va.as_object_mut().unwrap().remove("case");
+    va.as_object_mut().unwrap().remove("accuracy");
     assert_eq!(va, vb);
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     assert!(std::fs::read_to_string(&md).unwrap().contains("## content"));

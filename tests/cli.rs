@@ -264,12 +264,34 @@ fn quantize_other_axis_and_swizzled_scales() {
 }
 
 #[test]
-fn demo_and_formats_run() {
+fn demo_mx_table_and_formats_run() {
+    // the demo is the checker's: verdict grids, the summary, and every
+    // subject behaving as its construction predicts (exit 0)
     let o = run(&["demo"]);
     ok(&o);
     let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "== dispatch:builtin",
+        "first failure: batch/m=17/",
+        // the explainer names, from the bytes alone, the orders the table picks
+        "at M = 1 the row is fma, at M = 17 it is fma;split=4",
+        "fix: choose the split from (K, N) only",
+        "-- as expected",
+        "every subject behaved as its construction predicts: yes",
+    ] {
+        assert!(out.contains(needle), "{needle} missing from demo output:\n{out}");
+    }
+    assert!(!out.contains("NOT as expected"), "{out}");
+    let summary = out.lines().find(|l| l.starts_with("summary: ")).unwrap();
+    assert!(
+        summary.contains(" BI_FAIL") && !summary.contains(" 0 BI_FAIL"),
+        "{summary}"
+    );
+    let o = run(&["mx-table"]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
     for needle in ["mxfp8-e4m3", "microxcaling", "rceil", "log2 hazard"] {
-        assert!(out.contains(needle), "{needle} missing from demo output");
+        assert!(out.contains(needle), "{needle} missing from mx-table output");
     }
     let o = run(&["formats", "e2m1"]);
     ok(&o);
@@ -733,6 +755,21 @@ fn hostile_arguments_fail_cleanly() {
         (s("frobnicate"), "unrecognized subcommand 'frobnicate'"),
         (s("--bogus"), "unexpected argument '--bogus'"),
         (s("demo extra"), "unexpected argument 'extra'"),
+        (s("mx-table extra"), "unexpected argument 'extra'"),
+        (s("bi schema extra"), "unexpected argument 'extra'"),
+        (s("bi merge m.json"), "required arguments were not provided"),
+        (s("bi merge m.json absent.json"), "absent.json: No such file"),
+        (s("bi merge m.json a.npy"), "a.npy: stream did not contain valid UTF-8"),
+        (
+            s("bi merge m.json specs/truncated.json"),
+            "specs/truncated.json: EOF while parsing",
+        ),
+        (s("bi run absent-case.json"), "absent-case.json: No such file"),
+        (s("bi run specs/deep.json"), "deep.json: [0]: expected value"),
+        (
+            s("bi run specs/binary.json"),
+            "binary.json: stream did not contain valid UTF-8",
+        ),
         // cast
         (
             s("cast"),
@@ -1154,6 +1191,7 @@ fn unwritable_stdout_fails_cleanly() {
         &["formats", "e4m3"],
         &["order", "fma", "--k", "1000", "--full"],
         &["demo"],
+        &["mx-table"],
         &["op", "list"],
     ] {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();

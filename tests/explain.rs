@@ -194,14 +194,29 @@ fn identify_finds_planted_orders_and_says_when_none_fits() {
     let b = random_f32(k * n, 2);
     let p = problem(&a, &b, m, k, n);
     let fam = candidates::family(Inputs::of(&p), k);
-    for spec in ["fma", "muladd;split=7;reduce=pairwise", "fma;ktile=64;split=4/interleave", "fma;lanes=32;out=bf16"] {
+    for spec in [
+        "fma",
+        "muladd;split=7;reduce=pairwise",
+        "fma;ktile=64;split=4/interleave",
+        "fma;lanes=32;out=bf16",
+    ] {
         let c = gemm(&order(spec), &p, None).unwrap();
-        let ids = explain::identify(&p, &[0, 2], &[&c[..n], &c[2 * n..]].concat(), &fam, IdentifyOptions::default()).unwrap();
+        let ids = explain::identify(
+            &p,
+            &[0, 2],
+            &[&c[..n], &c[2 * n..]].concat(),
+            &fam,
+            IdentifyOptions::default(),
+        )
+        .unwrap();
         for id in &ids {
             // a bf16 output rounds many orders to the same bytes: the
             // planted one is among them
             if spec.ends_with("out=bf16") {
-                assert!(id.matches.contains(&order(spec)) && id.matches.len() > 1, "{spec}: {id}");
+                assert!(
+                    id.matches.contains(&order(spec)) && id.matches.len() > 1,
+                    "{spec}: {id}"
+                );
             } else {
                 assert_eq!(id.matches, vec![order(spec)], "{spec}: {id}");
             }
@@ -224,7 +239,11 @@ fn identify_finds_planted_orders_and_says_when_none_fits() {
     let id = &explain::identify(&p, &[1], &c, &fam, IdentifyOptions::default()).unwrap()[0];
     assert!(id.matches.is_empty(), "{id}");
     let cl = id.closest.as_ref().unwrap();
-    assert_eq!((cl.order, cl.elements_differ, cl.max_ulp), (order("fma;split=4"), 1, 1), "{id}");
+    assert_eq!(
+        (cl.order, cl.elements_differ, cl.max_ulp),
+        (order("fma;split=4"), 1, 1),
+        "{id}"
+    );
 }
 
 #[test]
@@ -232,7 +251,11 @@ fn identify_finds_dispatch_entries_and_mx_scale_points() {
     // MX inputs: the scale point is identified
     let (m, k, n) = (2, 256, 16);
     let mut r = SplitMix64::new(9);
-    let codes = |len: usize, r: &mut SplitMix64| -> Vec<u8> { (0..len).map(|_| (r.next_u32() % 0x7E) as u8 | ((r.next_u32() & 1) << 7) as u8).collect() };
+    let codes = |len: usize, r: &mut SplitMix64| -> Vec<u8> {
+        (0..len)
+            .map(|_| (r.next_u32() % 0x7E) as u8 | ((r.next_u32() & 1) << 7) as u8)
+            .collect()
+    };
     let ca = codes(m * k, &mut r);
     let cb = codes(k * n, &mut r);
     let sa: Vec<u8> = (0..m * k / 32).map(|_| 120 + (r.next_u32() % 12) as u8).collect();
@@ -255,7 +278,12 @@ fn identify_finds_dispatch_entries_and_mx_scale_points() {
         b_layout: BLayout::Kn,
     };
     let fam = candidates::with_dispatch(Inputs::Mx, k, &[order("fma;split=2;scale=block")]);
-    for spec in ["fma;scale=block", "fma;split=2;scale=block", "fma", "blackwell-mxf8f6f4"] {
+    for spec in [
+        "fma;scale=block",
+        "fma;split=2;scale=block",
+        "fma",
+        "blackwell-mxf8f6f4",
+    ] {
         let c = gemm(&order(spec), &p, Some(&[1])).unwrap();
         let id = &explain::identify(&p, &[1], &c, &fam, IdentifyOptions::default()).unwrap()[0];
         assert_eq!(id.order(), Some(order(spec)), "{spec}: {id}");
@@ -277,8 +305,12 @@ fn divergence_of_a_split_that_changes_with_m() {
     let two = d.run(&problem(&a, &b, 2, k, n), Some(&[0])).unwrap();
     let p1 = problem(&a[..k], &b, 1, k, n);
     let fam = candidates::family(Inputs::of(&p1), k);
-    let left = explain::identify(&p1, &[0], &one, &fam, IdentifyOptions::default()).unwrap()[0].order().unwrap();
-    let right = explain::identify(&p1, &[0], &two, &fam, IdentifyOptions::default()).unwrap()[0].order().unwrap();
+    let left = explain::identify(&p1, &[0], &one, &fam, IdentifyOptions::default()).unwrap()[0]
+        .order()
+        .unwrap();
+    let right = explain::identify(&p1, &[0], &two, &fam, IdentifyOptions::default()).unwrap()[0]
+        .order()
+        .unwrap();
     assert_eq!((left, right), (order("fma"), order("fma;split=4")));
     let diff = explain::diverge(&left, &right, k, false);
     let dv = diff.divergence.as_ref().unwrap();
@@ -296,7 +328,10 @@ fn divergence_of_a_split_that_changes_with_m() {
     // along K: identical while only the first part's terms are present
     let prof = explain::k_profile(&p1, 0, &left, &right, 128).unwrap();
     assert_eq!(prof[0].k_end, 128);
-    assert!(prof.iter().take_while(|c| c.k_end <= 256).all(|c| c.differ == 0), "{prof:?}");
+    assert!(
+        prof.iter().take_while(|c| c.k_end <= 256).all(|c| c.differ == 0),
+        "{prof:?}"
+    );
     assert!(prof.iter().any(|c| c.differ > 0), "{prof:?}");
     // the fix: one split plan for every M
     let fixes = explain::suggest(&diff, &Varies::BatchSize { left: 1, right: 2 });
@@ -327,10 +362,18 @@ fn mx_problem(m: usize, k: usize, n: usize, varying: bool) -> (Vec<u8>, Vec<u8>,
 #[test]
 fn exactness_explains_identity_pass_and_k_varying_fail() {
     let (m, k, n) = (1, 128, 16);
-    let family: Vec<Order> = ["fma", "muladd", "fma;split=4", "fma;split=4;reduce=pairwise", "fma;lanes=8", "fma;scale=block", "muladd;scale=block;split=2"]
-        .iter()
-        .map(|s| order(s))
-        .collect();
+    let family: Vec<Order> = [
+        "fma",
+        "muladd",
+        "fma;split=4",
+        "fma;split=4;reduce=pairwise",
+        "fma;lanes=8",
+        "fma;scale=block",
+        "muladd;scale=block;split=2",
+    ]
+    .iter()
+    .map(|s| order(s))
+    .collect();
     let mut verdicts = Vec::new();
     for varying in [false, true] {
         let (ca, sa, cb, sb) = mx_problem(m, k, n, varying);
@@ -364,7 +407,10 @@ fn exactness_explains_identity_pass_and_k_varying_fail() {
     // disagree (a witness pair of orders with different bytes)
     let unproven = verdicts[1].iter().filter(|x| x.reason.is_none()).count();
     let witnessed = verdicts[1].iter().filter(|x| x.witness.is_some()).count();
-    assert!(unproven > 0 && witnessed > 0, "{unproven} unproven, {witnessed} witnessed");
+    assert!(
+        unproven > 0 && witnessed > 0,
+        "{unproven} unproven, {witnessed} witnessed"
+    );
     assert!(verdicts[1].iter().all(|x| x.witness.is_none() || x.reason.is_none()));
 }
 
@@ -378,8 +424,14 @@ fn exactness_two_terms() {
     a[40] = 2f32.powi(-20);
     b[40] = 1.25;
     let p = problem(&a, &b, m, k, n);
-    let fam: Vec<Order> = ["fma", "muladd", "fma;split=8;reduce=pairwise"].iter().map(|s| order(s)).collect();
+    let fam: Vec<Order> = ["fma", "muladd", "fma;split=8;reduce=pairwise"]
+        .iter()
+        .map(|s| order(s))
+        .collect();
     let e = explain::analyze(&p, &[0], &fam).unwrap();
-    assert!(matches!(e[0].reason, Some(Reason::AtMostTwoTerms { nonzero: 2 })), "{e:?}");
+    assert!(
+        matches!(e[0].reason, Some(Reason::AtMostTwoTerms { nonzero: 2 })),
+        "{e:?}"
+    );
     assert!(e[0].same_bytes);
 }

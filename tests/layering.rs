@@ -46,7 +46,7 @@ fn assert_never_imports(module: &str, forbidden: &[&str]) {
 
 #[test]
 fn checking_layers_reach_kernels_only_through_subjects() {
-    for module in ["bi", "subject", "explain"] {
+    for module in ["bi", "subject", "explain", "accuracy"] {
         assert_never_imports(module, &["device", "op", "cli"]);
     }
 }

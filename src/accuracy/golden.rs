@@ -117,7 +117,18 @@ impl ExactSum {
     pub fn add_product(&mut self, a: Input, b: Input) -> Result<(), OutOfRange> {
         let special = |x: &Input| matches!(x, Input::Inf { .. } | Input::Nan { .. });
         match (a, b) {
-            (Input::Finite { negative: s, sig: x, exp: e }, Input::Finite { negative: t, sig: y, exp: f }) => {
+            (
+                Input::Finite {
+                    negative: s,
+                    sig: x,
+                    exp: e,
+                },
+                Input::Finite {
+                    negative: t,
+                    sig: y,
+                    exp: f,
+                },
+            ) => {
                 // trailing zeros dropped, each significand has at most 64 bits
                 let (tx, ty) = (x.trailing_zeros(), y.trailing_zeros());
                 let p = (x >> tx) as u128 * (y >> ty) as u128;
@@ -176,9 +187,7 @@ impl ExactSum {
             return NAN;
         }
         if self.pos_inf || self.neg_inf {
-            return Input::Inf {
-                negative: self.neg_inf,
-            };
+            return Input::Inf { negative: self.neg_inf };
         }
         let (negative, mag) = match cmp_limbs(&self.pos, &self.neg) {
             std::cmp::Ordering::Equal => return Input::Zero { negative: false },
@@ -379,7 +388,11 @@ impl Golden {
     pub fn rounded(&self, dtype: DType) -> Result<Vec<f64>, String> {
         match &self.exact {
             Some(x) => x.iter().map(|&v| round_to(v, dtype)).collect(),
-            None => self.values.iter().map(|&v| round_to(Input::from_f64(v), dtype)).collect(),
+            None => self
+                .values
+                .iter()
+                .map(|&v| round_to(Input::from_f64(v), dtype))
+                .collect(),
         }
     }
 
@@ -397,7 +410,8 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> (Input, f64) {
     let mut s = ExactSum::new();
     let mut abs = 0f64;
     for (&x, &y) in a.iter().zip(b) {
-        s.add_product_f32(x, y).expect("f32 products lie within the accumulator");
+        s.add_product_f32(x, y)
+            .expect("f32 products lie within the accumulator");
         abs += (x as f64 * y as f64).abs();
     }
     (s.value(), abs)
@@ -432,7 +446,8 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                     let mut abs = 0f64;
                     for kk in 0..k {
                         let (x, y) = (a[i * k + kk], b[bidx(kk, j, k)]);
-                        s.add_product_f32(x, y).expect("f32 products lie within the accumulator");
+                        s.add_product_f32(x, y)
+                            .expect("f32 products lie within the accumulator");
                         abs += (x as f64 * y as f64).abs();
                     }
                     (s.value(), abs)
@@ -486,7 +501,8 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                         let d = block_dot(ablock, sai, ea, &bblock, sbj, eb)
                             .map_err(|e| GemmError::Unsupported(e.to_string()))?;
                         s.add_block(d).expect("MX block dots lie within the accumulator");
-                        let scale = (sai != 0xFF && sbj != 0xFF).then(|| pow2(sai as i32 - 127) * pow2(sbj as i32 - 127));
+                        let scale =
+                            (sai != 0xFF && sbj != 0xFF).then(|| pow2(sai as i32 - 127) * pow2(sbj as i32 - 127));
                         for (&x, &y) in ablock.iter().zip(&bblock) {
                             let pr = (ea.decode_f64(x as u16) * eb.decode_f64(y as u16)).abs();
                             abs += pr * scale.unwrap_or(f64::NAN);
@@ -521,7 +537,7 @@ pub const RMS_NORM_REL: f64 = 6.0 * 1.1102230246251565e-16;
 /// every value is within relative 6 * 2^-53 (plus second-order terms) of
 /// the exact result: [`Bound::Relative`] with [`RMS_NORM_REL`].
 pub fn rms_norm(x: &[f32], h: usize, w: &[f32], eps: f32) -> Result<Golden, String> {
-    if h == 0 || x.len() % h != 0 || w.len() != h {
+    if h == 0 || !x.len().is_multiple_of(h) || w.len() != h {
         return Err(format!(
             "rms_norm: x has {} elements, weight {}, H = {h}: x must be [M, H] and weight [H]",
             x.len(),

@@ -21,12 +21,14 @@
 //! | [`ulp`] | ULP distances, histogram, worst elements, cancellation labels |
 //! | [`scoped`] | worst errors per scope of a sweep; proposed atol/rtol |
 //! | [`report`] | one report: verdict, golden bound, ULP views |
+//! | [`subject`] | a subject judged on a problem; the summary a BI case report carries |
 
 pub mod golden;
 pub mod metrics;
 pub mod report;
 pub mod scoped;
 pub mod standards;
+pub mod subject;
 pub mod ulp;
 
 pub use golden::{Bound, ExactSum, Golden};
@@ -34,3 +36,4 @@ pub use metrics::{metrics, Metrics};
 pub use report::{judge, Report};
 pub use scoped::{scoped, Proposal, Sample, Scope};
 pub use standards::{evaluate, Case, Standard, Status, Verdict};
+pub use subject::{judge_subject, CaseAccuracy};

@@ -112,8 +112,16 @@ impl Report {
         }
         s.push_str(&format!("  golden    {:?}\n", self.golden));
         let u = &self.ulp;
-        let labels: Vec<String> = u.labels.iter().map(|(l, n)| format!("{l:?} {n}").to_lowercase()).collect();
-        s.push_str(&format!("  ULP       max {}  labels: {}\n", u.max_ulp, labels.join(", ")));
+        let labels: Vec<String> = u
+            .labels
+            .iter()
+            .map(|(l, n)| format!("{l:?} {n}").to_lowercase())
+            .collect();
+        s.push_str(&format!(
+            "  ULP       max {}  labels: {}\n",
+            u.max_ulp,
+            labels.join(", ")
+        ));
         for e in u.worst.iter().take(5) {
             s.push_str(&format!(
                 "    [{}] out {:e} golden {:e} ({} ULP, |err| {:e}{}) {:?}\n",

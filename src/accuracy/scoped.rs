@@ -159,14 +159,17 @@ pub fn scoped(samples: &[Sample]) -> Result<Vec<Scope>, String> {
                 } else {
                     worst_rel = worst_rel.max(d / e.abs());
                 }
-                if let Some(u) = ulp::distance(a, e, dtype).map_err(|x| format!("scope {scope}, case {ci}, element {j}: {x}"))? {
+                if let Some(u) =
+                    ulp::distance(a, e, dtype).map_err(|x| format!("scope {scope}, case {ci}, element {j}: {x}"))?
+                {
                     worst_ulp = worst_ulp.max(u);
                 }
             }
         }
         let nf = (nonfinite > 0).then(|| format!("{nonfinite} elements disagree on NaN/Inf: no tolerance covers them"));
         let rtol_block = nf.clone().or_else(|| {
-            (zero_mis > 0).then(|| format!("{zero_mis} elements expect exactly 0 and got nonzero: only an atol covers them"))
+            (zero_mis > 0)
+                .then(|| format!("{zero_mis} elements expect exactly 0 and got nonzero: only an atol covers them"))
         });
         out.push(Scope {
             scope: scope.to_string(),

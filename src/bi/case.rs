@@ -17,9 +17,10 @@
 //!   row, at each of `row_positions`. It maps onto the `content` family
 //!   (which `families` must then include) with those positions;
 //!   `n_variants` counts the variants compared (A and B): only 2 exists.
-//! - `standard.acc` (an accuracy standard's name) and `standard.perf`
-//!   (performance thresholds) are parsed and carried into the report
-//!   unevaluated.
+//! - `standard.acc` (an accuracy standard's name, docs/ACCURACY.md) is
+//!   evaluated by `mxbi bi run` beside the cells, on the first batch size;
+//!   `standard.perf` (performance thresholds) is parsed and carried into
+//!   the report unevaluated.
 //! - Inconsistent settings are refused with one line: `positions` that
 //!   disagree with `standard.bi.row_positions`, positions when no chosen
 //!   family uses them, `vs` without the `switch` family.
@@ -93,8 +94,8 @@ pub struct Case {
     /// Runs of the repeat family (default 3, at least 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<usize>,
-    /// The seed-000 standards: `acc` and `perf` are carried into the
-    /// report; `bi` selects the content test.
+    /// The seed-000 standards: `acc` is evaluated beside the cells, `perf`
+    /// is carried into the report; `bi` selects the content test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<Standard>,
 }
@@ -103,8 +104,8 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Standard {
-    /// The accuracy standard's name (e.g. "cv_fused_double_benchmark");
-    /// carried into the report, not evaluated by the checker.
+    /// The accuracy standard's name (e.g. "cv_fused_double_benchmark";
+    /// docs/ACCURACY.md), evaluated beside the cells on the first batch size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acc: Option<String>,
     /// Performance thresholds (e.g. [0.95, 0.95]); carried into the report,
@@ -304,17 +305,7 @@ pub fn case_schema() -> String {
 impl Case {
     /// Parses a case; errors read `SOURCE: PATH: what was wrong`.
     pub fn parse(source: &str, text: &str) -> Result<Case, String> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let case: Case = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." {
-                format!("{source}: {inner}")
-            } else {
-                format!("{source}: {path}: {inner}")
-            }
-        })?;
-        Ok(case)
+        parse_json(source, text)
     }
 
     /// The check this case asks for (the contract in the module doc).
@@ -387,6 +378,21 @@ impl Case {
         opts.validate(self.vs.is_some())?;
         Ok(opts)
     }
+}
+
+/// Deserializes JSON text; an error reads `SOURCE: PATH: what was wrong`
+/// (the path left out where there is none).
+pub fn parse_json<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> Result<T, String> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path == "?" {
+            format!("{source}: {inner}")
+        } else {
+            format!("{source}: {path}: {inner}")
+        }
+    })
 }
 
 fn names(f: &[Family]) -> String {

@@ -15,16 +15,19 @@ pub enum Family {
     Permutation,
     Repeat,
     Switch,
+    /// The same global row on every rank of a multi-device subject.
+    Rank,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Content,
         Family::Batch,
         Family::Position,
         Family::Permutation,
         Family::Repeat,
         Family::Switch,
+        Family::Rank,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -35,6 +38,7 @@ impl Family {
             Family::Permutation => "permutation",
             Family::Repeat => "repeat",
             Family::Switch => "switch",
+            Family::Rank => "rank",
         }
     }
 }
@@ -146,7 +150,7 @@ mod tests {
         for f in Family::ALL {
             assert_eq!(f.name().parse::<Family>(), Ok(f));
         }
-        assert!("rank".parse::<Family>().unwrap_err().contains("expected one of"));
+        assert!("ranks".parse::<Family>().unwrap_err().contains("expected one of"));
         for p in RowPos::POSITIONS {
             assert_eq!(p.to_string().parse::<RowPos>(), Ok(p));
         }

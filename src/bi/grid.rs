@@ -22,6 +22,22 @@ const BASE_FIELDS: [&str; 10] = [
     "id", "family", "subject", "m", "k", "n", "row", "rank", "verdict", "reason",
 ];
 
+/// Fields beyond the base ones that say what a cell compares rather than
+/// how the subject was set up (the paths of a rank cell): they go to grid
+/// columns, not rows.
+const COLUMN_FIELDS: [&str; 1] = ["path"];
+
+/// Short names of common knobs in labels.
+fn alias(name: &str) -> &str {
+    match name {
+        "world_size" => "ws",
+        "x1_scales" => "x1",
+        "x2_scales" => "x2",
+        "deterministic_comm" => "det",
+        other => other,
+    }
+}
+
 fn diff_fields() -> &'static Vec<String> {
     static F: OnceLock<Vec<String>> = OnceLock::new();
     F.get_or_init(|| match serde_json::to_value(RowDiff::default()) {
@@ -30,11 +46,11 @@ fn diff_fields() -> &'static Vec<String> {
     })
 }
 
-/// A cell's knobs: every non-null scalar field of its JSON form beyond the
-/// base fields and the byte diff, sorted by name.
-pub fn knobs(cell: &Cell) -> Vec<(String, Value)> {
+/// The non-null scalar fields of a cell's JSON form beyond the base fields
+/// and the byte diff, sorted by name: (knobs, column fields).
+fn extras(cell: &Cell) -> (Vec<(String, Value)>, Vec<(String, Value)>) {
     let Ok(Value::Object(map)) = serde_json::to_value(cell) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let diff = diff_fields();
     map.into_iter()
@@ -43,7 +59,23 @@ pub fn knobs(cell: &Cell) -> Vec<(String, Value)> {
                 && !diff.contains(k)
                 && matches!(v, Value::Bool(_) | Value::Number(_) | Value::String(_))
         })
-        .collect()
+        .partition(|(k, _)| !COLUMN_FIELDS.contains(&k.as_str()))
+}
+
+/// A cell's knobs: how the subject was set up for it (world size, scale
+/// kinds, ...): every non-null scalar field of its JSON form beyond the
+/// base fields, the byte diff and the column fields, sorted by name.
+pub fn knobs(cell: &Cell) -> Vec<(String, Value)> {
+    extras(cell).0
+}
+
+/// A cell's knobs and column fields together, sorted by name (the extra
+/// columns of a Markdown table).
+pub fn settings(cell: &Cell) -> Vec<(String, Value)> {
+    let (mut a, b) = extras(cell);
+    a.extend(b);
+    a.sort_by(|x, y| x.0.cmp(&y.0));
+    a
 }
 
 /// A knob value as text (`true`, `4`, `ID`).
@@ -132,14 +164,16 @@ impl RowKey {
     }
 }
 
-/// A grid column: family, K, N, target row and rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A grid column: family, K, N, target row, rank and the column fields
+/// (what a rank cell compares).
+#[derive(Clone, Debug, PartialEq)]
 pub struct ColKey {
     pub family: super::Family,
     pub k: usize,
     pub n: usize,
     pub row: String,
     pub rank: Option<usize>,
+    pub extra: Vec<(String, Value)>,
 }
 
 impl ColKey {
@@ -150,6 +184,7 @@ impl ColKey {
             n: cell.n,
             row: cell.row.clone(),
             rank: cell.rank,
+            extra: extras(cell).1,
         }
     }
 
@@ -157,6 +192,9 @@ impl ColKey {
         let mut s = format!("{} k={} n={} row={}", self.family, self.k, self.n, self.row);
         if let Some(r) = self.rank {
             s.push_str(&format!(" rank={r}"));
+        }
+        for (k, v) in &self.extra {
+            s.push_str(&format!(" {}={}", alias(k), knob_text(v)));
         }
         s
     }
@@ -167,6 +205,7 @@ impl ColKey {
             .then_with(|| row_rank(&self.row).cmp(&row_rank(&o.row)))
             .then_with(|| self.row.cmp(&o.row))
             .then_with(|| self.rank.cmp(&o.rank))
+            .then_with(|| cmp_knobs(&self.extra, &o.extra))
     }
 }
 
@@ -200,5 +239,81 @@ impl Grid {
             at[ri][ci].push(i);
         }
         Grid { rows, cols, at }
+    }
+}
+
+/// One character per verdict, for grids on a terminal.
+pub fn symbol(v: super::Verdict) -> char {
+    use super::Verdict;
+    match v {
+        Verdict::Pass => '.',
+        Verdict::Fail => 'X',
+        Verdict::NonDet => '~',
+        Verdict::Vacuous => 'o',
+        Verdict::Error => 'E',
+    }
+}
+
+impl Grid {
+    /// The grid as text: two header lines (family, with K and N when they
+    /// vary; then the target row, with the rank when there is one), then
+    /// one line per row: its label and one [`symbol`] per column (the
+    /// worst verdict of the square, as in the heatmap; blank: no cell).
+    pub fn text(&self, cells: &[Cell]) -> String {
+        use std::fmt::Write;
+        let kn_vary = self.cols.iter().any(|c| (c.k, c.n) != (self.cols[0].k, self.cols[0].n));
+        let group = |c: &ColKey| {
+            let f = match c.family.name() {
+                "permutation" => "perm",
+                "repeat" => "rep",
+                other => other,
+            };
+            if kn_vary {
+                format!("{f} k={} n={}", c.k, c.n)
+            } else {
+                f.to_string()
+            }
+        };
+        let sub = |c: &ColKey| {
+            let mut t = c.row.clone();
+            if let Some(r) = c.rank {
+                t.push_str(&format!("/r{r}"));
+            }
+            for (_, v) in &c.extra {
+                t.push('/');
+                t.push_str(&knob_text(v).chars().take(6).collect::<String>());
+            }
+            t
+        };
+        let w = (self.cols.iter().map(|c| sub(c).len()).max().unwrap_or(1) + 1).max(6);
+        let lw = self.rows.iter().map(|r| r.label().len()).max().unwrap_or(1).max(1) + 2;
+        let mut head1 = " ".repeat(lw);
+        let mut head2 = " ".repeat(lw);
+        let mut j = 0;
+        while j < self.cols.len() {
+            let g = group(&self.cols[j]);
+            let span = self.cols[j..].iter().take_while(|c| group(c) == g).count();
+            let room = (span * w).saturating_sub(1);
+            let shown: String = g.chars().take(room).collect();
+            let _ = write!(head1, "{shown:<width$}", width = span * w);
+            for c in &self.cols[j..j + span] {
+                let _ = write!(head2, "{:<w$}", sub(c));
+            }
+            j += span;
+        }
+        let mut s = format!("{}\n{}\n", head1.trim_end(), head2.trim_end());
+        for (r, row) in self.rows.iter().zip(&self.at) {
+            let mut line = format!("{:<lw$}", r.label());
+            for sq in row {
+                let worst = sq
+                    .iter()
+                    .map(|&i| cells[i].verdict)
+                    .max_by_key(|v| super::heatmap::severity(*v));
+                let _ = write!(line, "{:<w$}", worst.map_or(' ', symbol));
+            }
+            s.push_str(line.trim_end());
+            s.push('\n');
+        }
+        s
     }
 }

@@ -28,7 +28,7 @@ pub fn colour(v: Verdict) -> &'static str {
 }
 
 /// How bad a verdict is, for squares holding several cells.
-fn severity(v: Verdict) -> u8 {
+pub(super) fn severity(v: Verdict) -> u8 {
     match v {
         Verdict::Fail => 4,
         Verdict::NonDet => 3,

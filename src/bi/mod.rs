@@ -16,7 +16,12 @@
 //!   deals all rows by a derangement (every row moves) and compares each row
 //!   with itself unpermuted; `repeat` runs the same batch N times
 //!   (determinism); `switch` runs two subjects that should agree on the
-//!   same batch.
+//!   same batch; `rank` (subjects with world size 2 or more, ranks owning
+//!   contiguous shards of M / world size rows) compares the same global
+//!   row as held by rank r and by rank 0 in one batch (`held`: e.g. the
+//!   GATHER copy vs the owner's LOCAL copy), and the same content placed
+//!   in rank r's shard and computed by r vs placed in rank 0's shard
+//!   (`owned`), one cell per (M, row, rank, view).
 //! - **Verdicts** ([`Verdict`]): `BI_PASS`, `BI_FAIL` (with differing
 //!   bytes, columns, ULP distance and the first offenders), `NON_DET`,
 //!   `VACUOUS` (the subject's rows agree, but so do the CPU model's rows
@@ -39,19 +44,23 @@ mod family;
 mod grid;
 mod heatmap;
 mod inputs;
+mod matrix;
 mod merge;
 mod report;
 mod run;
 mod verdict;
 
-pub use case::{case_schema, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES};
+pub use case::{
+    case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
+};
 pub use family::{Family, RowPos};
-pub use grid::{knobs, Grid};
+pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
 pub use inputs::{input_of, Rows};
+pub use matrix::{builtin, parse_shard, run_matrix, Factory, Job, BUILTINS};
 pub use merge::merge;
 pub use report::{CaseInfo, Cell, Control, Options, Report, Summary, REPORT_SCHEMA};
-pub use run::{edge_ms, CheckOptions, Limits};
+pub use run::{check_shard, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 
 pub use run::check;

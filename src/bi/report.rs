@@ -3,9 +3,10 @@
 
 use super::case::Standard;
 use super::family::Family;
-use super::grid::{knob_text, knobs, sort_cells};
+use super::grid::{knob_text, settings, sort_cells};
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
+use crate::subject::Knobs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,6 +26,13 @@ pub struct Cell {
     pub row: String,
     /// The rank (op subjects); null for single-device subjects.
     pub rank: Option<usize>,
+    /// The subject setting of a matrix cell (only the knobs set).
+    #[serde(flatten)]
+    pub knobs: Knobs,
+    /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
+    /// LOCAL`: the row received by rank r vs the row in its owner's shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub verdict: Verdict,
     #[serde(flatten)]
     pub diff: RowDiff,
@@ -87,6 +95,10 @@ pub struct Report {
     /// Set when the check came from a case file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<CaseInfo>,
+    /// The case's `standard.acc` verdict, evaluated beside the cells
+    /// (docs/ACCURACY.md); a failing one fails the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<crate::accuracy::CaseAccuracy>,
     /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
@@ -116,6 +128,7 @@ impl Report {
                 repeats: opts.repeats,
             },
             case: None,
+            accuracy: None,
             summary: Summary {
                 cells: 0,
                 verdicts: BTreeMap::new(),
@@ -148,14 +161,18 @@ impl Report {
         self.cells.iter().filter(|c| c.verdict == v).count()
     }
 
-    /// 0 when no cell failed, 1 on a BI_FAIL (or, when `strict`, on a
-    /// NON_DET or ERROR cell), 2 when a positive control did not fail (the
+    /// 0 when no cell failed, 1 on a BI_FAIL or a failing accuracy verdict
+    /// (or, when `strict`, on a NON_DET or ERROR cell), 2 when a positive control did not fail (the
     /// run cannot tell) or no cell could run at all.
     pub fn exit_code(&self, strict: bool) -> i32 {
         if !self.summary.valid || self.count(Verdict::Error) == self.cells.len() {
             2
         } else if self.count(Verdict::Fail) > 0
             || (strict && self.count(Verdict::NonDet) + self.count(Verdict::Error) > 0)
+            || self
+                .accuracy
+                .as_ref()
+                .is_some_and(|a| a.status == crate::accuracy::Status::Fail)
         {
             1
         } else {
@@ -193,7 +210,7 @@ impl Report {
             let knob_names: Vec<String> = {
                 let mut v: Vec<String> = cells
                     .iter()
-                    .flat_map(|c| knobs(c).into_iter().map(|(k, _)| k))
+                    .flat_map(|c| settings(c).into_iter().map(|(k, _)| k))
                     .collect();
                 v.sort();
                 v.dedup();
@@ -216,7 +233,7 @@ impl Report {
             rule.push_str("---|---:|---:|---:|---:|---|");
             let _ = writeln!(s, "{head}\n{rule}");
             for c in cells {
-                let kv = knobs(c);
+                let kv = settings(c);
                 let _ = write!(s, "| {} | {} | {} |", c.m, c.k, c.n);
                 for k in &knob_names {
                     let v = kv
@@ -375,6 +392,10 @@ impl Report {
             } else if let Some(r) = &c.reason {
                 let _ = write!(s, ": {r}");
             }
+            s.push('\n');
+        }
+        if let Some(a) = &self.accuracy {
+            s.push_str(&a.line());
             s.push('\n');
         }
         s.push_str(&self.summary_line());

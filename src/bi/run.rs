@@ -8,8 +8,10 @@ use super::verdict::{compare_rows, RowDiff, Verdict};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
-use crate::subject::{Model, Subject, SubjectError};
+use crate::subject::{Knobs, Model, Subject, SubjectError};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Size bounds, checked before anything is allocated.
 pub struct Limits;
@@ -110,8 +112,9 @@ pub fn edge_ms(boundaries: &[usize]) -> Vec<usize> {
     v
 }
 
-/// One batch: row ids and, per compared row, its index in the batch.
-struct Batch {
+/// One batch: its row ids, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Batch {
     ids: Vec<u64>,
 }
 
@@ -131,9 +134,93 @@ impl Batch {
     }
 }
 
-/// Runs a subject on a batch `a` (`[m, K]`, built once by the caller);
-/// `sel` selects output rows.
-fn run_batch(subject: &dyn Subject, rows: &Rows, a: &[f32], sel: &[usize]) -> Result<Vec<f32>, SubjectError> {
+/// Most f32 elements the input caches of one session hold.
+const CACHE_ELEMENTS: usize = 1 << 24;
+
+/// The inputs of every cell that shares (seed, K, N, input type): B, the
+/// rows by id, the batches and the vacuity verdicts, each built once.
+pub(super) struct Session {
+    rows: Rows,
+    row_cache: HashMap<u64, Arc<Vec<f32>>>,
+    batches: HashMap<Batch, Arc<Vec<f32>>>,
+    cached: usize,
+    /// Vacuity by the ids of the compared rows (the contrast model is
+    /// row-only and rows are independent under it).
+    vacuous: HashMap<Vec<u64>, bool>,
+}
+
+impl Session {
+    pub(super) fn new(opts: &CheckOptions) -> Session {
+        Session {
+            rows: Rows::new(opts.seed, opts.k, opts.n, opts.input),
+            row_cache: HashMap::new(),
+            batches: HashMap::new(),
+            cached: 0,
+            vacuous: HashMap::new(),
+        }
+    }
+
+    /// Whether this session serves `opts` (same seed, K, N and input).
+    pub(super) fn serves(&self, opts: &CheckOptions) -> bool {
+        let r = &self.rows;
+        (r.seed, r.k, r.n, r.ty) == (opts.seed, opts.k, opts.n, opts.input)
+    }
+
+    fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
+        if let Some(a) = self.batches.get(b) {
+            return a.clone();
+        }
+        let k = self.rows.k;
+        if self.cached + (b.ids.len() + 1) * k > CACHE_ELEMENTS {
+            self.batches.clear();
+            self.row_cache.clear();
+            self.cached = 0;
+        }
+        let mut a = Vec::with_capacity(b.ids.len() * k);
+        for &id in &b.ids {
+            let row = match self.row_cache.get(&id) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = Arc::new(self.rows.row(id));
+                    self.cached += k;
+                    self.row_cache.insert(id, r.clone());
+                    r
+                }
+            };
+            a.extend_from_slice(&row);
+        }
+        let a = Arc::new(a);
+        self.cached += a.len();
+        self.batches.insert(b.clone(), a.clone());
+        a
+    }
+
+    /// Whether every contrast order gives the same bytes on rows `sel` of
+    /// batch `b` (see [`CONTRAST_ORDERS`]).
+    fn vacuous(&mut self, b: &Batch, sel: &[usize]) -> bool {
+        let key: Vec<u64> = sel.iter().map(|&i| b.ids[i]).collect();
+        if let Some(&v) = self.vacuous.get(&key) {
+            return v;
+        }
+        // the compared rows alone: the contrast model computes each row
+        // from that row and B only
+        let a = self.rows.batch(&key);
+        let all: Vec<usize> = (0..key.len()).collect();
+        let v = vacuous(&self.rows, &a, &all);
+        self.vacuous.insert(key, v);
+        v
+    }
+}
+
+/// Runs a subject's `rank` on a batch `a` (`[m, K]`); `sel` selects
+/// output rows.
+fn run_batch(
+    subject: &dyn Subject,
+    rank: usize,
+    rows: &Rows,
+    a: &[f32],
+    sel: &[usize],
+) -> Result<Vec<f32>, SubjectError> {
     let p = Problem {
         a: Matrix::F32(a),
         b: Matrix::F32(&rows.b),
@@ -142,7 +229,11 @@ fn run_batch(subject: &dyn Subject, rows: &Rows, a: &[f32], sel: &[usize]) -> Re
         k: rows.k,
         b_layout: BLayout::Kn,
     };
-    let out = subject.run(&p, Some(sel))?;
+    let out = if rank == 0 {
+        subject.run(&p, Some(sel))?
+    } else {
+        subject.run_on_rank(&p, rank, Some(sel))?
+    };
     if out.len() != sel.len() * rows.n {
         return Err(SubjectError::Failed {
             subject: subject.name(),
@@ -157,7 +248,7 @@ fn vacuous(rows: &Rows, a: &[f32], sel: &[usize]) -> bool {
     let mut first: Option<Vec<u32>> = None;
     for spec in CONTRAST_ORDERS {
         let order: Order = spec.parse().expect("contrast orders parse");
-        let Ok(out) = run_batch(&Model::new(order), rows, a, sel) else {
+        let Ok(out) = run_batch(&Model::new(order), 0, rows, a, sel) else {
             return false;
         };
         let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
@@ -170,17 +261,47 @@ fn vacuous(rows: &Rows, a: &[f32], sel: &[usize]) -> bool {
     true
 }
 
-/// A planned cell: the batches to compare and which rows.
-struct Plan {
-    family: Family,
-    m: usize,
+/// A planned cell: the batches to compare, which rows and on which ranks.
+pub(super) struct Plan {
+    pub(super) family: Family,
+    pub(super) m: usize,
     row: String,
     baseline: Batch,
     base_rows: Vec<usize>,
+    base_rank: usize,
     /// The variant batch and its rows, matched one to one with `base_rows`.
     variant: Option<(Batch, Vec<usize>)>,
+    var_rank: usize,
     /// Row labels for offenders.
     labels: Vec<usize>,
+    /// Rank cells: the compared rank and the id suffix (`rank=R/held`).
+    rank: Option<(usize, String)>,
+    /// Rank cells: the paths compared, e.g. `GATHER vs LOCAL`.
+    path: Option<String>,
+}
+
+impl Plan {
+    fn simple(family: Family, m: usize, row: String, baseline: Batch, base_rows: Vec<usize>) -> Plan {
+        Plan {
+            family,
+            m,
+            row,
+            labels: base_rows.clone(),
+            baseline,
+            base_rows,
+            base_rank: 0,
+            variant: None,
+            var_rank: 0,
+            rank: None,
+            path: None,
+        }
+    }
+
+    fn with_variant(mut self, batch: Batch, rows: Vec<usize>) -> Plan {
+        self.labels = rows.clone();
+        self.variant = Some((batch, rows));
+        self
+    }
 }
 
 fn derangement(m: usize, seed: u64) -> Vec<usize> {
@@ -195,7 +316,24 @@ fn derangement(m: usize, seed: u64) -> Vec<usize> {
     p
 }
 
-fn plans(opts: &CheckOptions, family: Family) -> Vec<Plan> {
+/// The rows each position resolves to in a batch of `m`, first occurrence
+/// of each index only.
+fn resolved(positions: &[RowPos], m: usize) -> Vec<(RowPos, usize)> {
+    let mut seen = Vec::new();
+    let mut v = Vec::new();
+    for &p in positions {
+        if let Some(i) = p.resolve(m) {
+            if !seen.contains(&i) {
+                seen.push(i);
+                v.push((p, i));
+            }
+        }
+    }
+    v
+}
+
+/// The cells of one family; `ws` is the subject's world size (rank cells).
+pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan> {
     let mut out = Vec::new();
     let positions: Vec<RowPos> = if opts.positions.is_empty() {
         match family {
@@ -205,68 +343,50 @@ fn plans(opts: &CheckOptions, family: Family) -> Vec<Plan> {
     } else {
         opts.positions.clone()
     };
-    let resolved = |m: usize| -> Vec<(RowPos, usize)> {
-        let mut seen = Vec::new();
-        let mut v = Vec::new();
-        for &p in &positions {
-            if let Some(i) = p.resolve(m) {
-                if !seen.contains(&i) {
-                    seen.push(i);
-                    v.push((p, i));
-                }
-            }
-        }
-        v
-    };
     let m0 = opts.ms[0];
     for &m in &opts.ms {
         match family {
             Family::Content => {
-                for (p, i) in resolved(m) {
+                for (p, i) in resolved(&positions, m) {
                     if m < 2 {
                         continue;
                     }
-                    out.push(Plan {
-                        family,
-                        m,
-                        row: p.to_string(),
-                        baseline: Batch::with_target(m, i, 0),
-                        base_rows: vec![i],
-                        variant: Some((Batch::with_target(m, i, 1), vec![i])),
-                        labels: vec![i],
-                    });
+                    out.push(
+                        Plan::simple(family, m, p.to_string(), Batch::with_target(m, i, 0), vec![i])
+                            .with_variant(Batch::with_target(m, i, 1), vec![i]),
+                    );
                 }
             }
             Family::Batch => {
                 if m == m0 {
                     continue;
                 }
-                for (p, i) in resolved(m.min(m0)) {
-                    out.push(Plan {
-                        family,
-                        m,
-                        row: p.to_string(),
-                        baseline: Batch::with_target(m0, i, 0),
-                        base_rows: vec![i],
-                        variant: Some((Batch::with_target(m, i, 0), vec![i])),
-                        labels: vec![i],
-                    });
+                // a position resolves in each batch on its own (`mid` is
+                // each batch's middle row); an index must fit both
+                let mut seen = Vec::new();
+                for &p in &positions {
+                    let (Some(bi), Some(vi)) = (p.resolve(m0), p.resolve(m)) else {
+                        continue;
+                    };
+                    if seen.contains(&(bi, vi)) {
+                        continue;
+                    }
+                    seen.push((bi, vi));
+                    out.push(
+                        Plan::simple(family, m, p.to_string(), Batch::with_target(m0, bi, 0), vec![bi])
+                            .with_variant(Batch::with_target(m, vi, 0), vec![vi]),
+                    );
                 }
             }
             Family::Position => {
-                for (p, i) in resolved(m) {
+                for (p, i) in resolved(&positions, m) {
                     if i == 0 {
                         continue;
                     }
-                    out.push(Plan {
-                        family,
-                        m,
-                        row: p.to_string(),
-                        baseline: Batch::with_target(m, 0, 0),
-                        base_rows: vec![0],
-                        variant: Some((Batch::with_target(m, i, 0), vec![i])),
-                        labels: vec![i],
-                    });
+                    out.push(
+                        Plan::simple(family, m, p.to_string(), Batch::with_target(m, 0, 0), vec![0])
+                            .with_variant(Batch::with_target(m, i, 0), vec![i]),
+                    );
                 }
             }
             Family::Permutation => {
@@ -281,43 +401,86 @@ fn plans(opts: &CheckOptions, family: Family) -> Vec<Plan> {
                 for (q, &src) in perm.iter().enumerate() {
                     at[src] = q;
                 }
-                out.push(Plan {
-                    family,
-                    m,
-                    row: "all".into(),
-                    baseline: base,
-                    base_rows: (0..m).collect(),
-                    variant: Some((Batch { ids }, at)),
-                    labels: (0..m).collect(),
-                });
+                let mut plan = Plan::simple(family, m, "all".into(), base, (0..m).collect());
+                plan.variant = Some((Batch { ids }, at));
+                out.push(plan);
             }
-            Family::Repeat | Family::Switch => out.push(Plan {
-                family,
-                m,
-                row: "all".into(),
-                baseline: Batch::plain(m),
-                base_rows: (0..m).collect(),
-                variant: None,
-                labels: (0..m).collect(),
-            }),
+            Family::Repeat | Family::Switch => {
+                out.push(Plan::simple(family, m, "all".into(), Batch::plain(m), (0..m).collect()))
+            }
+            Family::Rank => out.extend(rank_plans(&positions, m, ws)),
         }
     }
     out
 }
 
-fn cell_of(plan: &Plan, opts: &CheckOptions, subject: &dyn Subject) -> Cell {
+/// Rank cells for one M: per target position and rank r >= 1, (held) the
+/// row's copy on rank r vs on rank 0 in the same batch, and (owned) the
+/// same content placed at the same offset of rank r's shard, computed by
+/// its owner r, vs placed in rank 0's shard, computed by rank 0. Ranks own
+/// contiguous shards of M / ws rows; owned cells need ws | M.
+fn rank_plans(positions: &[RowPos], m: usize, ws: usize) -> Vec<Plan> {
+    let mut out = Vec::new();
+    if ws < 2 {
+        return out;
+    }
+    let mpr = m.is_multiple_of(ws).then_some(m / ws);
+    let role = |owner: usize, r: usize| if owner == r { "LOCAL" } else { "GATHER" };
+    for (p, i) in resolved(positions, m) {
+        for r in 1..ws {
+            let mut plan = Plan::simple(Family::Rank, m, p.to_string(), Batch::with_target(m, i, 0), vec![i])
+                .with_variant(Batch::with_target(m, i, 0), vec![i]);
+            plan.var_rank = r;
+            plan.rank = Some((r, format!("rank={r}/held")));
+            plan.path = mpr.map(|mpr| format!("{} vs {}", role(i / mpr, r), role(i / mpr, 0)));
+            out.push(plan);
+        }
+    }
+    if let Some(mpr) = mpr {
+        let mut offsets = Vec::new();
+        for (p, i) in resolved(positions, m) {
+            let off = i % mpr;
+            if offsets.contains(&off) {
+                continue;
+            }
+            offsets.push(off);
+            for r in 1..ws {
+                let at = r * mpr + off;
+                let mut plan = Plan::simple(Family::Rank, m, p.to_string(), Batch::with_target(m, off, 0), vec![off])
+                    .with_variant(Batch::with_target(m, at, 0), vec![at]);
+                plan.var_rank = r;
+                plan.rank = Some((r, format!("rank={r}/owned")));
+                plan.path = Some("LOCAL vs LOCAL".into());
+                out.push(plan);
+            }
+        }
+    }
+    out
+}
+
+fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, subject: &dyn Subject) -> Cell {
+    let kid = knobs.id();
+    let mut id = format!("{}/", plan.family);
+    if !kid.is_empty() {
+        id.push_str(&kid);
+        id.push('/');
+    }
+    id.push_str(&format!("m={}/k={}/n={}/row={}", plan.m, opts.k, opts.n, plan.row));
+    if let Some((_, suffix)) = &plan.rank {
+        id.push('/');
+        id.push_str(suffix);
+    }
     Cell {
-        id: format!(
-            "{}/m={}/k={}/n={}/row={}",
-            plan.family, plan.m, opts.k, opts.n, plan.row
-        ),
+        id,
         family: plan.family,
         subject: subject.name(),
         m: plan.m,
         k: opts.k,
         n: opts.n,
         row: plan.row.clone(),
-        rank: None,
+        rank: plan.rank.as_ref().map(|r| r.0),
+        knobs: *knobs,
+        path: plan.path.clone(),
         verdict: Verdict::Error,
         diff: RowDiff::default(),
         reason: None,
@@ -336,24 +499,26 @@ fn error_cell(mut c: Cell, e: SubjectError) -> Result<Cell, String> {
 }
 
 /// Runs one planned cell (Err: a subject is broken).
-fn run_plan(
+pub(super) fn run_plan(
     plan: &Plan,
-    rows: &Rows,
+    session: &mut Session,
     opts: &CheckOptions,
+    knobs: &Knobs,
     subject: &dyn Subject,
     vs: Option<&dyn Subject>,
 ) -> Result<Cell, String> {
-    let mut cell = cell_of(plan, opts, subject);
-    let base_a = rows.batch(&plan.baseline.ids);
-    let base = match run_batch(subject, rows, &base_a, &plan.base_rows) {
+    let mut cell = cell_of(plan, opts, knobs, subject);
+    let base_a = session.batch(&plan.baseline);
+    let rows = &session.rows;
+    let base = match run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows) {
         Ok(x) => x,
         Err(e) => return error_cell(cell, e),
     };
     let runs = if plan.family == Family::Repeat { opts.repeats } else { 2 };
     for _ in 1..runs {
-        match run_batch(subject, rows, &base_a, &plan.base_rows) {
+        match run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows) {
             Ok(again) => {
-                let d = compare_rows(&base, &again, rows.n, &plan.labels);
+                let d = compare_rows(&base, &again, rows.n, &plan.base_rows);
                 if !d.identical() {
                     cell.verdict = Verdict::NonDet;
                     cell.diff = d;
@@ -367,23 +532,30 @@ fn run_plan(
     let variant = match (&plan.variant, plan.family) {
         (_, Family::Repeat) => Ok(base.clone()),
         (_, Family::Switch) => match vs {
-            Some(other) => run_batch(other, rows, &base_a, &plan.base_rows),
+            Some(other) => run_batch(other, 0, rows, &base_a, &plan.base_rows),
             None => Err(SubjectError::Unsupported {
                 subject: subject.name(),
                 why: "the switch family needs a second subject".into(),
             }),
         },
-        (Some((batch, sel)), _) => run_batch(subject, rows, &rows.batch(&batch.ids), sel),
+        (Some((batch, sel)), _) => {
+            let a = if *batch == plan.baseline {
+                base_a.clone()
+            } else {
+                session.batch(batch)
+            };
+            run_batch(subject, plan.var_rank, &session.rows, &a, sel)
+        }
         (None, _) => unreachable!("every family but repeat and switch plans a variant"),
     };
     let variant = match variant {
         Ok(v) => v,
         Err(e) => return error_cell(cell, e),
     };
-    cell.diff = compare_rows(&base, &variant, rows.n, &plan.labels);
+    cell.diff = compare_rows(&base, &variant, session.rows.n, &plan.labels);
     cell.verdict = if !cell.diff.identical() {
         Verdict::Fail
-    } else if vacuous(rows, &base_a, &plan.base_rows) {
+    } else if session.vacuous(&plan.baseline, &plan.base_rows) {
         cell.reason = Some(format!(
             "every contrast order ({}) gives these bytes: no order change could show",
             CONTRAST_ORDERS.join(" | ")
@@ -397,11 +569,12 @@ fn run_plan(
 
 /// A subject built to break batch invariance, for the positive control:
 /// the CPU model (`fma`) whose output bits are perturbed by a hash of the
-/// whole batch (its bytes, M, the row's position) and, when `nondet`, of a
-/// call counter. Its rows depend on other rows, on M, on position and on
-/// order, so every family must fail on it.
+/// whole batch (its bytes, M, the row's position), the rank asked for and,
+/// when `nondet`, a call counter. Its rows depend on other rows, on M, on
+/// position, on rank and on order, so every family must fail on it.
 struct ControlSubject {
     nondet: bool,
+    world_size: usize,
     calls: AtomicU64,
 }
 
@@ -417,7 +590,15 @@ impl Subject for ControlSubject {
         format!("control:{}", if self.nondet { "nondet" } else { "coupled" })
     }
 
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        self.run_on_rank(p, 0, rows)
+    }
+
+    fn run_on_rank(&self, p: &Problem, rank: usize, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
         let model = Model::new("fma".parse().expect("fma parses"));
         let all: Vec<usize> = (0..p.m).collect();
         let sel = rows.unwrap_or(&all);
@@ -429,6 +610,7 @@ impl Subject for ControlSubject {
             }
         }
         fnv(&mut h, &(p.m as u64).to_le_bytes());
+        fnv(&mut h, &(rank as u64).to_le_bytes());
         if self.nondet {
             fnv(&mut h, &self.calls.fetch_add(1, Ordering::Relaxed).to_le_bytes());
         }
@@ -445,6 +627,38 @@ impl Subject for ControlSubject {
     }
 }
 
+/// The positive control of one family, on `plan` (the family's largest-M
+/// cell): the control subject must fail it.
+pub(super) fn control(plan: &Plan, session: &mut Session, opts: &CheckOptions, ws: usize) -> Result<Control, String> {
+    let f = plan.family;
+    let coupled = ControlSubject {
+        nondet: f == Family::Repeat,
+        world_size: ws,
+        calls: AtomicU64::new(0),
+    };
+    let model = Model::new("fma".parse().expect("fma parses"));
+    let none = Knobs::default();
+    // switch: the model against the coupled control
+    let cell = if f == Family::Switch {
+        run_plan(plan, session, opts, &none, &model, Some(&coupled))?
+    } else {
+        run_plan(plan, session, opts, &none, &coupled, None)?
+    };
+    let expected = if f == Family::Repeat {
+        Verdict::NonDet
+    } else {
+        Verdict::Fail
+    };
+    Ok(Control {
+        family: f,
+        cell: cell.id.clone(),
+        subject: coupled.name(),
+        verdict: cell.verdict,
+        expected,
+        held: cell.verdict == expected,
+    })
+}
+
 /// Runs the whole check: every cell of every family, then one positive
 /// control per family. `progress(done, total)` is called after each cell.
 /// Err: bad options, no cell to check, or a subject reported
@@ -455,49 +669,27 @@ pub fn check(
     opts: &CheckOptions,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Report, String> {
-    opts.validate(vs.is_some())?;
-    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
-    let mut families = opts.families.clone();
-    families.sort_unstable();
-    families.dedup();
-    let all: Vec<Plan> = families.iter().flat_map(|&f| plans(opts, f)).collect();
-    if all.is_empty() {
-        return Err("no cell to check: every family needs M >= 2, or a position inside the batch".into());
-    }
-    let mut cells = Vec::with_capacity(all.len());
-    for (i, plan) in all.iter().enumerate() {
-        cells.push(run_plan(plan, &rows, opts, subject, vs)?);
-        progress(i + 1, all.len());
-    }
-    let mut controls = Vec::new();
-    for &f in &families {
-        let Some(plan) = all.iter().filter(|p| p.family == f).max_by_key(|p| p.m) else {
-            continue;
-        };
-        let coupled = ControlSubject {
-            nondet: f == Family::Repeat,
-            calls: AtomicU64::new(0),
-        };
-        let model = Model::new("fma".parse().expect("fma parses"));
-        // switch: the model against the coupled control
-        let cell = if f == Family::Switch {
-            run_plan(plan, &rows, opts, &model, Some(&coupled))?
-        } else {
-            run_plan(plan, &rows, opts, &coupled, None)?
-        };
-        let expected = if f == Family::Repeat {
-            Verdict::NonDet
-        } else {
-            Verdict::Fail
-        };
-        controls.push(Control {
-            family: f,
-            cell: cell.id.clone(),
-            subject: coupled.name(),
-            verdict: cell.verdict,
-            expected,
-            held: cell.verdict == expected,
-        });
-    }
-    Ok(Report::new(subject.name(), vs.map(|s| s.name()), opts, cells, controls))
+    check_shard(subject, vs, opts, None, progress)
+}
+
+/// [`check`] on one shard `(i, n)` of the cells (see
+/// [`super::matrix::run_matrix`] for the selection).
+pub fn check_shard(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    shard: Option<(usize, usize)>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    let job = super::matrix::Job {
+        knobs: Knobs::default(),
+        opts: opts.clone(),
+    };
+    super::matrix::run_jobs(
+        &[job],
+        &|_| Ok(super::matrix::Held::Borrowed(subject)),
+        vs,
+        shard,
+        progress,
+    )
 }

@@ -11,9 +11,13 @@
 use super::bi::parse_subject;
 use super::gemm::{load_operands, OperandArgs};
 use super::{load, CliError, Outcome, Result};
-use crate::accuracy::{golden, judge, Golden, Standard};
+use crate::accuracy::{golden, judge, judge_subject, CaseAccuracy, Golden, Standard};
+use crate::bi::{CheckOptions, Rows};
+use crate::gemm::{BLayout, Matrix, Problem};
 use crate::io::{DType, TensorData};
 use crate::mx::MxFormat;
+use crate::order::{Order, OutFmt};
+use crate::subject::{Model, Subject};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -67,7 +71,8 @@ pub struct AccuracyArgs {
 
 /// Values of an output file as f64, decoding uint16/uint8 codes of `dtype`.
 fn values(t: &TensorData, path: &Path, dtype: DType) -> Result<Vec<f64>> {
-    let codes = |f: crate::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
+    let codes =
+        |f: crate::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
     Ok(match (t.dtype(), dtype) {
         (DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2, _) => t.to_f64_vec(),
         (DType::U16, DType::BF16 | DType::F16) => codes(golden::element_format(dtype)?, t.as_bits16()?.into_owned()),
@@ -115,8 +120,15 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
         *rtol = a.rtol;
         *atol = a.atol;
     }
+    if a.a.is_none() && (a.subject.is_some() || a.format.is_some() || a.a_scales.is_some() || a.b_scales.is_some()) {
+        return Err(CliError(
+            "--subject, --format and --a-scales/--b-scales need the inputs --a and --b".into(),
+        ));
+    }
     if a.golden.is_none() && a.a.is_none() {
-        return Err(CliError("a golden is needed: --golden FILE, or --a/--b to compute it".into()));
+        return Err(CliError(
+            "a golden is needed: --golden FILE, or --a/--b to compute it".into(),
+        ));
     }
     let ta = load(&a.actual, None)?;
     let dtype = match &a.dtype {
@@ -197,4 +209,53 @@ pub fn run(a: AccuracyArgs) -> Result<Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// A case's `standard.acc` as a standard (checked before the case runs).
+pub(super) fn case_standard(case: &str, acc: &str) -> Result<Standard> {
+    acc.parse()
+        .map_err(|e: String| CliError(format!("{case}: standard.acc: {e}")))
+}
+
+/// The accuracy half of a case (docs/ACCURACY.md, "In a BI case"): the
+/// subject's output on the case's first batch size M, the checker's batch
+/// with the target row first (row ids 0..M of its generator: seed, K, N,
+/// input type), judged by `standard`
+/// against the exact golden and the CPU model's `fma` order with the
+/// subject's output type (a model subject's `out=`; f32 otherwise).
+pub(super) fn case_accuracy(
+    acc: &str,
+    standard: &Standard,
+    spec: &str,
+    subject: &dyn Subject,
+    opts: &CheckOptions,
+) -> Result<CaseAccuracy> {
+    let out = match spec.strip_prefix("model:") {
+        Some(o) => o.parse::<Order>()?.out,
+        None => OutFmt::F32,
+    };
+    let (dtype, bench_order) = match out {
+        OutFmt::F32 => (DType::F32, "fma"),
+        OutFmt::Bf16 => (DType::BF16, "fma;out=bf16"),
+        OutFmt::F16 => (DType::F16, "fma;out=f16"),
+    };
+    let m = *opts
+        .ms
+        .first()
+        .ok_or_else(|| CliError("standard.acc: the case has no batch size".into()))?;
+    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
+    let ids: Vec<u64> = (0..m as u64).collect();
+    let a = rows.batch(&ids);
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&rows.b),
+        m,
+        n: opts.n,
+        k: opts.k,
+        b_layout: BLayout::Kn,
+    };
+    let bench = Model::new(bench_order.parse()?);
+    let report =
+        judge_subject(subject, &bench, &p, standard, dtype).map_err(|e| CliError(format!("standard.acc: {e}")))?;
+    Ok(CaseAccuracy::new(acc, dtype, m, &bench, &report))
 }

@@ -2,12 +2,16 @@
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
+use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{check, edge_ms, input_of, CheckOptions, Family, RowPos};
-use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Model, Subject};
+use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, RowPos};
+use crate::order::InType;
+use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub(super) mod dump_gen;
 
 #[derive(Subcommand, Debug)]
 pub enum BiCommand {
@@ -17,6 +21,10 @@ pub enum BiCommand {
     Merge(MergeArgs),
     /// Print the JSON Schema of the case format (mxbi-bi-case/1).
     Schema,
+    /// Write every job a check would ask of its subject to a dump folder
+    /// (inputs + manifest), for any runner to answer offline; then
+    /// `bi run --subject dump:DIR` with the same options.
+    Gen(dump_gen::GenArgs),
 }
 
 #[derive(Args, Debug)]
@@ -25,25 +33,36 @@ pub struct RunArgs {
     /// subject and check flags.
     #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
     pub case: Option<PathBuf>,
-    /// The subject: `model:ORDER` (the CPU model) or `dispatch:FILE` (an
-    /// order chosen by shape from a JSON table).
+    /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
+    /// order chosen by shape from a JSON table), `exec:CMD` (an external
+    /// runner, protocol mxbi-exec/1), `dump:DIR` (outputs written into a
+    /// folder from `bi gen`), or with feature `cuda` `cuda:ORDER`,
+    /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
+    /// A built-in matrix instead of --family/--m/--k/--n: seed000,
+    /// te-anchor, edges (one subject per cell setting).
+    #[arg(long, conflicts_with_all = ["case", "vs", "family", "k", "n", "rows", "input"])]
+    pub matrix: Option<String>,
+    /// Run only shard i of n (0-based): the cells whose index in the whole
+    /// check is i mod n; every shard runs the positive controls.
+    #[arg(long)]
+    pub shard: Option<String>,
     /// A second subject for the `switch` family.
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
     /// repeat, switch.
-    #[arg(long, value_delimiter = ',', required_unless_present = "case")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
     /// boundary of a dispatch subject.
     #[arg(long, default_value = "edges")]
     pub m: String,
-    #[arg(long, required_unless_present = "case")]
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub k: Option<usize>,
-    #[arg(long, required_unless_present = "case")]
+    #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
@@ -57,12 +76,15 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// exec: subjects: seconds a runner may take to greet and per job.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// exec: subjects: keep the job files (the folder is printed).
+    #[arg(long)]
+    pub keep: bool,
     #[command(flatten)]
     pub out: ReportArgs,
 }
-
-/// Most bytes a dispatch table file may have.
-const MAX_TABLE_BYTES: u64 = 1 << 20;
 
 /// A parsed subject and what the checker should know about it.
 pub(super) struct ParsedSubject {
@@ -71,46 +93,104 @@ pub(super) struct ParsedSubject {
     pub input: Option<InType>,
     /// M values where its behaviour may change (dispatch bounds).
     pub boundaries: Vec<usize>,
+    /// An exec runner's kept job folder.
+    pub kept: Option<PathBuf>,
+}
+
+/// What runner subjects (`exec:`, `dump:`) take from the command line.
+#[derive(Default)]
+struct RunnerCtx {
+    input: Option<InType>,
+    /// Seconds (0: the default, 120).
+    timeout: f64,
+    keep: bool,
+}
+
+impl RunnerCtx {
+    fn of(a: &RunArgs) -> Result<RunnerCtx> {
+        if !(a.timeout > 0.0 && a.timeout <= 86_400.0) {
+            return Err(CliError(format!(
+                "--timeout {}: expected seconds in (0, 86400]",
+                a.timeout
+            )));
+        }
+        Ok(RunnerCtx {
+            input: a.input.as_deref().map(parse_input).transpose()?,
+            timeout: a.timeout,
+            keep: a.keep,
+        })
+    }
+}
+
+fn parse_input(s: &str) -> Result<InType> {
+    InType::from_name(s).ok_or_else(|| {
+        CliError(format!(
+            "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
+        ))
+    })
 }
 
 pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
-    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
-        CliError(format!(
-            "subject '{spec}': expected KIND:ARG (model:ORDER or dispatch:FILE)"
-        ))
-    })?;
+    parse_subject_with(spec, &RunnerCtx::default())
+}
+
+fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+    if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
+        let parsed = gpu.map_err(CliError)?;
+        return Ok(ParsedSubject {
+            input: Some(parsed.input()),
+            boundaries: parsed.m_boundaries(),
+            subject: crate::device::subject::gpu_subject_from_spec(spec)
+                .expect("a GPU kind")
+                .map_err(CliError)?,
+            kept: None,
+        });
+    }
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {
-        "model" => {
-            let order: Order = arg.parse()?;
+        "exec" => {
+            let mut opts = ExecOptions {
+                keep: ctx.keep,
+                input: ctx.input.unwrap_or(InType::F32),
+                ..ExecOptions::default()
+            };
+            if ctx.timeout > 0.0 {
+                opts.timeout = Duration::from_secs_f64(ctx.timeout);
+            }
+            let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
             Ok(ParsedSubject {
-                subject: Box::new(Model::new(order)),
-                input: Some(input_of(&order)),
+                kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
+                subject: Box::new(e),
+                input: Some(opts.input),
                 boundaries: vec![],
             })
         }
-        "dispatch" => {
-            let path = Path::new(arg);
-            let len = std::fs::metadata(path)
-                .map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?
-                .len();
-            if len > MAX_TABLE_BYTES {
+        "dump" => {
+            let d = Dump::open(arg).map_err(CliError)?;
+            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
                 return Err(CliError(format!(
-                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
+                    "dump folder {arg} holds {} inputs, not {} (--input)",
+                    d.input_type().name(),
+                    t.name()
                 )));
             }
-            let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
-            let d = Dispatch::parse(arg, &text).map_err(CliError)?;
-            let inputs: Vec<InType> = d.entries.iter().map(|e| input_of(&e.order)).collect();
-            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
             Ok(ParsedSubject {
-                boundaries: d.m_boundaries(),
+                input: Some(d.input_type()),
+                boundaries: d.boundaries().to_vec(),
                 subject: Box::new(d),
-                input,
+                kept: None,
             })
         }
-        _ => Err(CliError(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER or dispatch:FILE)"
-        ))),
+        // model:, dispatch:, op: and the rest (src/cli/subjects.rs)
+        _ => {
+            let s = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+            Ok(ParsedSubject {
+                input: s.input(),
+                boundaries: s.m_boundaries(),
+                subject: s,
+                kept: None,
+            })
+        }
     }
 }
 
@@ -129,21 +209,74 @@ pub fn run(c: BiCommand) -> Result<Outcome> {
         },
         BiCommand::Merge(a) => super::bi_report::merge_reports(a),
         BiCommand::Schema => super::bi_case::schema(),
+        BiCommand::Gen(a) => dump_gen::gen(a),
     }
 }
 
 fn run_check(a: RunArgs) -> Result<Outcome> {
-    let (Some(spec), Some(k), Some(n)) = (&a.subject, a.k, a.n) else {
+    if let Some(name) = &a.matrix {
+        return run_matrix_cmd(&a, name);
+    }
+    let Some(spec) = &a.subject else {
         return Err(CliError(
             "--subject, --k and --n are required without a case file".into(),
         ));
     };
-    let subject = parse_subject(spec)?;
-    let vs = a.vs.as_deref().map(parse_subject).transpose()?;
+    let ctx = RunnerCtx::of(&a)?;
+    let subject = parse_subject_with(spec, &ctx)?;
+    let vs = a.vs.as_deref().map(|s| parse_subject_with(s, &ctx)).transpose()?;
+    for kept in [Some(&subject), vs.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.kept.as_ref())
+    {
+        super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
+    }
+    let opts = check_options(&a, subject.input, &subject.boundaries)?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let pb = progress_bar();
+    let report = check_shard(
+        subject.subject.as_ref(),
+        vs.as_ref().map(|v| v.subject.as_ref()),
+        &opts,
+        shard,
+        &tick(&pb),
+    );
+    pb.finish_and_clear();
+    let mut report = report.map_err(CliError)?;
+    dump_gen::mark_replayed_repeats(spec, &mut report);
+    emit(&report, &a.out)
+}
+
+/// `--matrix NAME`: a built-in matrix, one subject per cell setting
+/// (`subject_from_spec` under each setting's knobs).
+fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
+    let spec = a
+        .subject
+        .as_deref()
+        .ok_or_else(|| CliError("--matrix needs --subject".into()))?;
+    let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let plain = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
+    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
+    drop(plain);
+    let pb = progress_bar();
+    let report = run_matrix(&jobs, &|k| subject_from_spec(spec, k), shard, &tick(&pb));
+    pb.finish_and_clear();
+    emit(&report.map_err(CliError)?, &a.out)
+}
+
+/// The check's options from the flags; `input_hint` and `boundaries` come
+/// from the subject (its input type, its M edges).
+fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
+    let (Some(k), Some(n)) = (a.k, a.n) else {
+        return Err(CliError(
+            "--subject, --k and --n are required without a case file".into(),
+        ));
+    };
     let families: Vec<Family> = parse_list("family", &a.family)?;
     let positions: Vec<RowPos> = parse_list("rows", &a.rows)?;
     let ms = if a.m.trim() == "edges" {
-        edge_ms(&subject.boundaries)
+        edge_ms(boundaries)
     } else {
         a.m.split(',')
             .map(|s| {
@@ -154,14 +287,10 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
             .collect::<Result<Vec<_>>>()?
     };
     let input = match &a.input {
-        Some(s) => InType::from_name(s).ok_or_else(|| {
-            CliError(format!(
-                "unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
-            ))
-        })?,
-        None => subject.input.unwrap_or(InType::F32),
+        Some(s) => parse_input(s)?,
+        None => input_hint.unwrap_or(InType::F32),
     };
-    let opts = CheckOptions {
+    Ok(CheckOptions {
         families,
         ms,
         k,
@@ -170,14 +299,5 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         seed: a.seed,
         input,
         repeats: a.repeats,
-    };
-    let pb = progress_bar();
-    let report = check(
-        subject.subject.as_ref(),
-        vs.as_ref().map(|v| v.subject.as_ref()),
-        &opts,
-        &tick(&pb),
-    );
-    pb.finish_and_clear();
-    emit(&report.map_err(CliError)?, &a.out)
+    })
 }

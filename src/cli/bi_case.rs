@@ -48,6 +48,8 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let opts = case
         .options(subject.input, &subject.boundaries)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
+    let acc = case.standard.as_ref().and_then(|s| s.acc.as_deref());
+    let acc_standard = acc.map(|a| super::accuracy::case_standard(&name, a)).transpose()?;
     let pb = progress_bar();
     let report = check(
         subject.subject.as_ref(),
@@ -57,6 +59,12 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
+    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
+    if let (Some(a), Some(std)) = (acc, &acc_standard) {
+        let v = super::accuracy::case_accuracy(a, std, &case.subject, subject.subject.as_ref(), &opts)
+            .map_err(|e| CliError(format!("{name}: {}", e.0)))?;
+        report.accuracy = Some(v);
+    }
     report.case = Some(CaseInfo {
         name: case.name.clone(),
         standard: case.standard.clone(),

@@ -2,7 +2,7 @@
 //! shares, the progress bar, atomic writes, and `mxbi bi merge`.
 
 use super::{CliError, Outcome, Result};
-use crate::bi::{heatmap, merge, Report};
+use crate::bi::{heatmap, merge, parse_json, Report};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -160,15 +160,7 @@ pub fn read_report(path: &Path) -> Result<Report> {
         return Err(CliError(format!("{name}: {len} bytes (at most {MAX_REPORT_BYTES})")));
     }
     let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("{name}: {e}")))?;
-    let de = &mut serde_json::Deserializer::from_str(&text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let p = e.path().to_string();
-        CliError(if p == "." {
-            format!("{name}: {}", e.into_inner())
-        } else {
-            format!("{name}: {p}: {}", e.into_inner())
-        })
-    })
+    parse_json(&name.to_string(), &text).map_err(CliError)
 }
 
 pub fn merge_reports(a: MergeArgs) -> Result<Outcome> {

@@ -27,8 +27,11 @@ mod bi_case;
 mod bi_report;
 mod demo;
 mod device;
+mod explain;
 mod gemm;
+mod mx_table;
 mod op;
+pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use crate::io::{self, DType, TensorData};
@@ -170,8 +173,11 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Quantize a built-in tensor with every MX preset and compare them.
+    /// The batch-invariance checker on built-in subjects (CPU model): a
+    /// small matrix, verdicts and the summary.
     Demo,
+    /// Quantize a built-in tensor with every MX preset and compare them.
+    MxTable,
     /// Cast f32/f64 values to element codes (uint8; uint16 for bf16/f16).
     Cast(CastArgs),
     /// Decode element codes to f32.
@@ -196,6 +202,11 @@ pub enum Command {
     /// Real-GPU suites (feature `cuda`) and replay of their captures.
     #[command(subcommand)]
     Device(device::DeviceCommand),
+    /// Name the accumulation order behind observed bytes; with --vs, where
+    /// two observations diverge and why (docs/EXPLAIN.md).
+    Explain(explain::ExplainArgs),
+    /// Recover a subject's reduction tree by probing it (docs/EXPLAIN.md).
+    Reveal(explain::RevealArgs),
     /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
     #[command(subcommand)]
     Op(op::OpCommand),
@@ -338,10 +349,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Bi(c) => return bi::run(c),
         Command::Device(c) => return device::run(c),
         Command::Accuracy(a) => return accuracy::run(a),
+        Command::Demo => return demo::run(),
+        Command::Explain(a) => return explain::explain(a),
+        Command::Reveal(a) => return explain::reveal(a),
         _ => {}
     }
     match cli.command {
-        Command::Demo => demo::run(),
+        Command::Demo => unreachable!("handled above"),
+        Command::MxTable => mx_table::run(),
         Command::Cast(a) => cast(a),
         Command::Decode(a) => decode(a),
         Command::Quantize(a) => quantize(a),
@@ -353,7 +368,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
         Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) => unreachable!("handled above"),
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+            unreachable!("handled above")
+        }
     }?;
     Ok(Outcome::Held)
 }

@@ -20,6 +20,7 @@ pub mod exec;
 pub mod nccl;
 pub mod probe;
 pub mod replay;
+pub mod subject;
 pub mod vendor;
 
 #[cfg(feature = "cuda")]

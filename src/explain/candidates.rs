@@ -34,7 +34,12 @@ pub struct Candidate {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inputs {
     /// Plain values, and which narrower types hold every one of them exactly.
-    Values { bf16: bool, f16: bool, e4m3: bool, e5m2: bool },
+    Values {
+        bf16: bool,
+        f16: bool,
+        e4m3: bool,
+        e5m2: bool,
+    },
     /// MX codes and scales.
     Mx,
 }
@@ -115,7 +120,7 @@ fn layouts(k: usize, mma_k: Option<u32>) -> Vec<String> {
             v.push(format!(";split={s};reduce=pairwise"));
         }
     }
-    let tile_ok = |t: u32| t < k32 && mma_k.is_none_or(|m| t % m == 0);
+    let tile_ok = |t: u32| t < k32 && mma_k.is_none_or(|m| t.is_multiple_of(m));
     for &t in TILES.iter().filter(|&&t| tile_ok(t)) {
         v.push(format!(";ktile={t};tile=fresh"));
         v.push(format!(";ktile={t};tile=fresh;reduce=pairwise"));
@@ -220,18 +225,19 @@ pub fn with_dispatch(inputs: Inputs, k: usize, entries: &[Order]) -> Vec<Candida
 /// Orders kept once per distinct tree for K (first spelling wins), after
 /// dropping orders whose tree would exceed the size limits.
 pub fn dedupe(orders: impl Iterator<Item = Order>, k: usize) -> Vec<Order> {
+    use rayon::prelude::*;
     let mut seen_orders = HashSet::new();
+    let orders: Vec<Order> = orders
+        .filter(|o| seen_orders.insert(*o) && o.check_size(k).is_ok())
+        .collect();
+    let keys: Vec<u64> = orders.par_iter().map(|o| order_key(o, k)).collect();
     let mut seen_trees = HashSet::new();
-    let mut out = Vec::new();
-    for o in orders {
-        if !seen_orders.insert(o) || o.check_size(k).is_err() {
-            continue;
-        }
-        if seen_trees.insert(order_key(&o, k)) {
-            out.push(o);
-        }
-    }
-    out
+    orders
+        .into_iter()
+        .zip(keys)
+        .filter(|(_, key)| seen_trees.insert(*key))
+        .map(|(o, _)| o)
+        .collect()
 }
 
 /// A 64-bit digest of what an order computes for K inputs: its tree (over

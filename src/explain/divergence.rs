@@ -5,7 +5,7 @@
 //! row grouped by N-tile, and by K-chunk (the row evaluated with only the
 //! terms up to each chunk boundary). Words are in `words.rs`.
 
-use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
+use crate::gemm::{gemm, Matrix, Problem, MX_BLOCK};
 use crate::order::{Divergence, Family, MxScale, Order, Tile};
 
 /// Where term `k` sits in an order's parts.
@@ -127,7 +127,10 @@ pub fn locate(o: &Order, terms: usize, t: u32) -> Location {
             let tw = tile_w.unwrap_or(terms.max(1));
             let tile = tu / tw;
             loc.part = Some(((tile % s) as u32, s as u32));
-            loc.tile = Some((tile as u32, ((tile * tw) as u32, ((tile + 1) * tw).min(terms) as u32 - 1)));
+            loc.tile = Some((
+                tile as u32,
+                ((tile * tw) as u32, ((tile + 1) * tw).min(terms) as u32 - 1),
+            ));
         } else {
             let chunk = terms.div_ceil(s).max(1);
             let p = tu / chunk;
@@ -136,12 +139,18 @@ pub fn locate(o: &Order, terms: usize, t: u32) -> Location {
             if let (Tile::Fresh, Some(tw)) = (o.tile, tile_w) {
                 let within = tu - p * chunk;
                 let start = p * chunk + within / tw * tw;
-                loc.tile = Some(((within / tw) as u32, (start as u32, (start + tw).min((p + 1) * chunk).min(terms) as u32 - 1)));
+                loc.tile = Some((
+                    (within / tw) as u32,
+                    (start as u32, (start + tw).min((p + 1) * chunk).min(terms) as u32 - 1),
+                ));
             }
         }
     } else if let (Tile::Fresh, Some(tw)) = (o.tile, tile_w) {
         let tile = tu / tw;
-        loc.tile = Some((tile as u32, ((tile * tw) as u32, ((tile + 1) * tw).min(terms) as u32 - 1)));
+        loc.tile = Some((
+            tile as u32,
+            ((tile * tw) as u32, ((tile + 1) * tw).min(terms) as u32 - 1),
+        ));
     }
     loc
 }
@@ -236,7 +245,10 @@ pub fn diverge(left: &Order, right: &Order, k: usize, mx: bool) -> TreeDiff {
     let (mut left_at, mut right_at) = (None, None);
     if let Some(d) = &divergence {
         let at = d.node as usize;
-        common_terms = a.nodes[..at.min(a.nodes.len())].iter().map(|n| n.terms().len() as u32).sum();
+        common_terms = a.nodes[..at.min(a.nodes.len())]
+            .iter()
+            .map(|n| n.terms().len() as u32)
+            .sum();
         let next = |t: &crate::order::Tree| t.nodes.iter().skip(at).find_map(|n| n.terms().first().copied());
         left_at = next(&a).map(|x| locate(left, tl, x));
         right_at = next(&b).map(|x| locate(right, tr, x));
@@ -335,7 +347,6 @@ pub fn k_profile(p: &Problem, row: usize, left: &Order, right: &Order, chunk: us
         }
         end = (end + chunk).min(k);
     }
-    let _ = BLayout::Kn;
     Ok(out)
 }
 

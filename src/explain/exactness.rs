@@ -105,7 +105,11 @@ fn products(p: &Problem, row: usize, col: usize) -> Option<(Vec<f64>, Vec<f64>)>
         }
         _ => return None,
     }
-    scaled.iter().chain(&raw).all(|v| v.is_finite()).then_some((scaled, raw))
+    scaled
+        .iter()
+        .chain(&raw)
+        .all(|v| v.is_finite())
+        .then_some((scaled, raw))
 }
 
 /// Exponent of the lowest set bit of `v` (None for zero).
@@ -194,12 +198,15 @@ pub fn analyze(p: &Problem, rows: &[usize], family: &[Order]) -> Result<Vec<Elem
             let idx = ri * n + col;
             let (o0, c0) = &runnable[0];
             let first = c0[idx].to_bits();
-            let witness = runnable.iter().find(|(_, c)| c[idx].to_bits() != first).map(|(o, c)| Witness {
-                left: *o0,
-                left_bits: first,
-                right: *o,
-                right_bits: c[idx].to_bits(),
-            });
+            let witness = runnable
+                .iter()
+                .find(|(_, c)| c[idx].to_bits() != first)
+                .map(|(o, c)| Witness {
+                    left: *o0,
+                    left_bits: first,
+                    right: *o,
+                    right_bits: c[idx].to_bits(),
+                });
             out.push(ElementExactness {
                 row,
                 col,

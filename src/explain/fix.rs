@@ -41,7 +41,11 @@ pub enum Fix {
 fn is_schedule(m: &Mechanism) -> bool {
     matches!(
         m,
-        Mechanism::Split { .. } | Mechanism::Reduce { .. } | Mechanism::Tiles { .. } | Mechanism::Lanes { .. } | Mechanism::Promote { .. }
+        Mechanism::Split { .. }
+            | Mechanism::Reduce { .. }
+            | Mechanism::Tiles { .. }
+            | Mechanism::Lanes { .. }
+            | Mechanism::Promote { .. }
     )
 }
 

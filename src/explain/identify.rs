@@ -11,8 +11,8 @@
 
 use super::candidates::{order_key, Candidate};
 use super::divergence::ulp_distance;
-use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
-use crate::order::Order;
+use crate::gemm::{self, gemm, BLayout, Matrix, Prepared, Problem, MX_BLOCK};
+use crate::order::{InType, MxScale, Order};
 use rayon::prelude::*;
 
 /// Knobs of the search.
@@ -89,13 +89,17 @@ impl Sub {
         let cols = cols.min(n);
         let take_cols = |b: &[f32], width: usize, rows: usize| -> Vec<f32> {
             match p.b_layout {
-                BLayout::Kn => (0..rows).flat_map(|kk| b[kk * width..kk * width + cols].to_vec()).collect(),
+                BLayout::Kn => (0..rows)
+                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
+                    .collect(),
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
         };
         let take_cols8 = |b: &[u8], width: usize, rows: usize| -> Vec<u8> {
             match p.b_layout {
-                BLayout::Kn => (0..rows).flat_map(|kk| b[kk * width..kk * width + cols].to_vec()).collect(),
+                BLayout::Kn => (0..rows)
+                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
+                    .collect(),
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
         };
@@ -121,7 +125,9 @@ impl Sub {
                     scales: sa,
                     format,
                 },
-                Matrix::Mx { codes: cb, scales: sb, .. },
+                Matrix::Mx {
+                    codes: cb, scales: sb, ..
+                },
             ) => {
                 let kb = k / MX_BLOCK;
                 s.ca = ca[r * k..(r + 1) * k].to_vec();
@@ -162,6 +168,65 @@ impl Sub {
     }
 }
 
+/// Evaluates many orders on one small problem, preparing (normalising,
+/// transposing) the inputs once per kind of preparation instead of once per
+/// order. Bit-identical to [`gemm`] (the same fast kernels and evaluator).
+struct Evaluator<'a> {
+    p: Problem<'a>,
+    preps: Vec<(PrepKey, Option<Prepared>)>,
+}
+
+/// Orders with equal keys prepare the inputs identically.
+type PrepKey = (MxScale, Option<InType>);
+
+/// The key of an order whose preparation does not depend on the rest of
+/// the order (None: prepare it on its own).
+fn prep_key(o: &Order) -> Option<PrepKey> {
+    let input = o.mma().map(|m| m.input);
+    (!(o.scale == MxScale::Block && input.is_some())).then_some((o.scale, input))
+}
+
+impl<'a> Evaluator<'a> {
+    fn new(p: Problem<'a>, candidates: &[Candidate]) -> Self {
+        let mut keys: Vec<(PrepKey, Order)> = Vec::new();
+        for c in candidates {
+            if let Some(k) = prep_key(&c.order) {
+                if !keys.iter().any(|(x, _)| *x == k) {
+                    keys.push((k, c.order));
+                }
+            }
+        }
+        let preps = keys
+            .into_par_iter()
+            .map(|(k, o)| (k, gemm::prepare(&o, &p).ok()))
+            .collect();
+        Evaluator { p, preps }
+    }
+
+    /// The row of `o` (None: the inputs cannot run it).
+    fn eval(&self, o: &Order) -> Option<Vec<f32>> {
+        let Some(key) = prep_key(o) else {
+            return gemm(o, &self.p, None).ok();
+        };
+        let prep = self.preps.iter().find(|(k, _)| *k == key)?.1.as_ref()?;
+        if o.check_size(self.p.k).is_err() {
+            return None;
+        }
+        if let Some(v) = gemm::fast::gemm(o, prep, &[0]) {
+            return Some(v);
+        }
+        let tree = o.compile(prep.terms());
+        Some(
+            (0..prep.n)
+                .into_par_iter()
+                .map_init(Vec::new, |scratch, j| {
+                    gemm::eval::evaluate(&tree, o, prep, 0, j, scratch, None)
+                })
+                .collect(),
+        )
+    }
+}
+
 /// Checks shapes and row indices before any work.
 fn check(p: &Problem, rows: &[usize], observed: &[f32]) -> Result<(), String> {
     if let Some(&r) = rows.iter().find(|&&r| r >= p.m) {
@@ -177,7 +242,14 @@ fn check(p: &Problem, rows: &[usize], observed: &[f32]) -> Result<(), String> {
     }
     let (a_len, b_len) = match (p.a, p.b) {
         (Matrix::F32(a), Matrix::F32(b)) => (a.len(), b.len()),
-        (Matrix::Mx { codes: a, scales: sa, .. }, Matrix::Mx { codes: b, scales: sb, .. }) => {
+        (
+            Matrix::Mx {
+                codes: a, scales: sa, ..
+            },
+            Matrix::Mx {
+                codes: b, scales: sb, ..
+            },
+        ) => {
             if !p.k.is_multiple_of(MX_BLOCK) || sa.len() * MX_BLOCK != p.m * p.k || sb.len() * MX_BLOCK != p.k * p.n {
                 return Err("MX inputs: K must be a multiple of 32 and the scales [M, K/32], [K/32, N]".into());
             }
@@ -195,8 +267,11 @@ fn check(p: &Problem, rows: &[usize], observed: &[f32]) -> Result<(), String> {
     Ok(())
 }
 
+/// Elements, bytes and largest ULP distance by which two rows differ.
+type Distance = (usize, usize, u64);
+
 /// Mismatch summary of `got` against `want` (bit patterns).
-fn distance(got: &[f32], want: &[f32]) -> (usize, usize, u64) {
+fn distance(got: &[f32], want: &[f32]) -> Distance {
     let mut elements = 0;
     let mut bytes = 0;
     let mut ulp = 0u64;
@@ -233,39 +308,48 @@ pub fn identify(
     let mut out = Vec::with_capacity(rows.len());
     for (ri, &r) in rows.iter().enumerate() {
         let want = &observed[ri * n..(ri + 1) * n];
-        let head = Sub::new(p, r, c);
-        let head_p = head.problem(p.b_layout);
-        // stage 1: the first c columns
-        let first: Vec<Option<(usize, u64)>> = candidates
-            .par_iter()
-            .map(|cand| {
-                gemm(&cand.order, &head_p, None)
-                    .ok()
-                    .map(|got| {
-                        let (e, _, u) = distance(&got, &want[..c]);
-                        (e, u)
-                    })
-            })
-            .collect();
-        let skipped = first.iter().filter(|x| x.is_none()).count();
-        let full = Sub::new(p, r, n);
-        let full_p = full.problem(p.b_layout);
-        let survivors: Vec<usize> = (0..candidates.len())
-            .filter(|&i| matches!(first[i], Some((0, _))))
-            .collect();
-        let evaluate = |idx: &[usize]| -> Vec<(usize, (usize, usize, u64))> {
-            idx.par_iter()
-                .filter_map(|&i| {
-                    gemm(&candidates[i].order, &full_p, None)
-                        .ok()
-                        .map(|got| (i, distance(&got, want)))
-                })
-                .collect()
-        };
-        let mut matches: Vec<Order> = evaluate(&survivors)
-            .into_iter()
+        // stages of widening column prefixes; a candidate is dropped at its
+        // first differing byte, the last stage is the whole row
+        let mut widths = vec![c];
+        for w in [64, 512] {
+            if w > c && w < n {
+                widths.push(w);
+            }
+        }
+        if *widths.last().unwrap_or(&0) < n {
+            widths.push(n);
+        }
+        let mut alive: Vec<usize> = (0..candidates.len()).collect();
+        let mut first: Vec<Option<(usize, u64)>> = vec![None; candidates.len()];
+        let mut skipped = 0;
+        let mut full_rows: Vec<(usize, Distance)> = Vec::new();
+        for (si, &w) in widths.iter().enumerate() {
+            let sub = Sub::new(p, r, w);
+            let live: Vec<Candidate> = alive.iter().map(|&i| candidates[i].clone()).collect();
+            let ev = Evaluator::new(sub.problem(p.b_layout), &live);
+            let res: Vec<(usize, Option<Distance>)> = alive
+                .par_iter()
+                .map(|&i| (i, ev.eval(&candidates[i].order).map(|got| distance(&got, &want[..w]))))
+                .collect();
+            if si == 0 {
+                for (i, d) in &res {
+                    first[*i] = d.map(|d| (d.0, d.2));
+                }
+                skipped = res.iter().filter(|(_, d)| d.is_none()).count();
+            }
+            if w == n {
+                full_rows = res.iter().filter_map(|(i, d)| d.map(|d| (*i, d))).collect();
+            }
+            alive = res
+                .iter()
+                .filter(|(_, d)| matches!(d, Some((0, _, _))))
+                .map(|(i, _)| *i)
+                .collect();
+        }
+        let mut matches: Vec<Order> = full_rows
+            .iter()
             .filter(|(_, d)| d.0 == 0)
-            .map(|(i, _)| candidates[i].order)
+            .map(|(i, _)| candidates[*i].order)
             .collect();
         matches.sort_by_key(simplicity);
         let mut closest = None;
@@ -273,7 +357,12 @@ pub fn identify(
             let mut ranked: Vec<usize> = (0..candidates.len()).filter(|&i| first[i].is_some()).collect();
             ranked.sort_by_key(|&i| first[i].expect("filtered"));
             ranked.truncate(opts.closest_full.max(1));
-            closest = evaluate(&ranked)
+            let full = Sub::new(p, r, n);
+            let ev = Evaluator::new(full.problem(p.b_layout), candidates);
+            closest = ranked
+                .par_iter()
+                .filter_map(|&i| ev.eval(&candidates[i].order).map(|got| (i, distance(&got, want))))
+                .collect::<Vec<_>>()
                 .into_iter()
                 .min_by_key(|(i, d)| (d.0, d.2, *i))
                 .map(|(i, d)| Closest {

@@ -123,7 +123,11 @@ pub enum RevealError {
     Options(String),
     /// The subject did not answer (every failed launch of the round ran first).
     #[error("{failed} of {launches} launches failed; first: {first}")]
-    Subject { failed: usize, launches: usize, first: String },
+    Subject {
+        failed: usize,
+        launches: usize,
+        first: String,
+    },
     /// Answers that are not counts, or that no static tree explains.
     #[error("{0}")]
     Inconsistent(String),
@@ -149,6 +153,19 @@ struct Probe {
     window: Option<Vec<u32>>,
 }
 
+/// One probe answer: where it sat, the probe, the units counted (None:
+/// all other terms) and the measured `L` (or, for a window, the units of
+/// the window lost plus 2).
+struct Answer {
+    launch: usize,
+    row: usize,
+    col: usize,
+    p: u32,
+    q: u32,
+    window: Option<Vec<u32>>,
+    measured: u32,
+}
+
 struct Prober<'a> {
     subject: &'a dyn Subject,
     o: RevealOptions,
@@ -157,8 +174,8 @@ struct Prober<'a> {
     scheme: Scheme,
     window: usize,
     launches: usize,
-    /// Every answer: (launch, row, col, p, q, window size or K, measured count of lost units + 2).
-    answers: Vec<(usize, usize, usize, u32, u32, Option<Vec<u32>>, u32)>,
+    /// Every probe answer.
+    answers: Vec<Answer>,
 }
 
 impl Prober<'_> {
@@ -323,14 +340,26 @@ impl Prober<'_> {
                     let v = out[i * n + j];
                     let c = self.count(v).ok_or_else(|| self.not_a_count(v, p, q, i, j))?;
                     let l = k as u32 - c;
-                    self.answers.push((base + li, i, j, p, q, None, l));
+                    self.answers.push(Answer {
+                        launch: base + li,
+                        row: i,
+                        col: j,
+                        p,
+                        q,
+                        window: None,
+                        measured: l,
+                    });
                     got.entry((p, q)).or_insert(l);
                 }
             }
         }
         pairs
             .iter()
-            .map(|pq| got.get(pq).copied().ok_or_else(|| RevealError::Inconsistent("a probe was not placed".into())))
+            .map(|pq| {
+                got.get(pq)
+                    .copied()
+                    .ok_or_else(|| RevealError::Inconsistent("a probe was not placed".into()))
+            })
             .collect()
     }
 
@@ -396,8 +425,15 @@ impl Prober<'_> {
                     .filter(|&c| c <= active)
                     .ok_or_else(|| self.not_a_count(v, pr.p, pr.q, i, i))?;
                 lost[*pi] += active - c;
-                self.answers
-                    .push((base + li, i, i, pr.p, pr.q, pr.window.clone(), active - c + 2));
+                self.answers.push(Answer {
+                    launch: base + li,
+                    row: i,
+                    col: i,
+                    p: pr.p,
+                    q: pr.q,
+                    window: pr.window.clone(),
+                    measured: active - c + 2,
+                });
             }
         }
         Ok(lost.into_iter().map(|x| x + 2).collect())
@@ -498,12 +534,10 @@ fn random_values(t: InType, count: usize, seed: u64) -> Vec<f32> {
             let v = f32::from_bits(sign | ((127 + e) as u32) << 23 | (r.next_u32() & 0x7F_FFFF));
             let v = match t.format() {
                 None => v,
-                Some(f) => {
-                    match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
-                        Ok(c) => f.decode_f32(c),
-                        Err(_) => continue,
-                    }
-                }
+                Some(f) => match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
+                    Ok(c) => f.decode_f32(c),
+                    Err(_) => continue,
+                },
             };
             if v.is_finite() && v != 0.0 {
                 return v;
@@ -597,7 +631,16 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
     let lca = shape.lca_sizes();
     let mut disagreements = Vec::new();
     let mut disagreement_count = 0;
-    for (launch, row, col, p, q, window, measured) in &pr.answers {
+    for Answer {
+        launch,
+        row,
+        col,
+        p,
+        q,
+        window,
+        measured,
+    } in &pr.answers
+    {
         let expected = match window {
             None => lca.get(*p, *q),
             Some(w) => {
@@ -642,7 +685,10 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         let b = random_values(o.input, o.k * o.n, o.seed ^ 0xB0B);
         let out = pr.run_all(&[(a.clone(), b.clone())])?.remove(0);
         let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
-        let observed: Vec<f32> = rows.iter().flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec()).collect();
+        let observed: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
+            .collect();
         let p = Problem {
             a: Matrix::F32(&a),
             b: Matrix::F32(&b),
@@ -658,7 +704,8 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
                 source: candidates::Source::Family,
             })
             .collect();
-        let ids = identify(&p, &rows, &observed, &cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
+        let ids =
+            identify(&p, &rows, &observed, &cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
         let mut common: Vec<Order> = ids[0].matches.clone();
         for id in &ids[1..] {
             common.retain(|x| id.matches.contains(x));

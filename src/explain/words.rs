@@ -43,17 +43,18 @@ impl fmt::Display for Mechanism {
                 f,
                 "the split-K changes ({left} -> {right}): the row's K is cut into different partial sums"
             ),
-            Mechanism::Reduce { left, right } => write!(f, "the partial sums are combined differently ({left} -> {right})"),
+            Mechanism::Reduce { left, right } => {
+                write!(f, "the partial sums are combined differently ({left} -> {right})")
+            }
             Mechanism::Tiles { left, right } => write!(f, "the k-tiling changes ({left} -> {right})"),
             Mechanism::Lanes { left, right } => write!(f, "the GEMV lanes change ({left} -> {right})"),
             Mechanism::Promote { left, right } => write!(
                 f,
                 "the tensor-core partial is promoted to f32 at a different interval ({left} -> {right})"
             ),
-            Mechanism::ScalePoint { left, right } => write!(
-                f,
-                "the MX scales are applied at a different point ({left} -> {right})"
-            ),
+            Mechanism::ScalePoint { left, right } => {
+                write!(f, "the MX scales are applied at a different point ({left} -> {right})")
+            }
             Mechanism::Output { left, right } => write!(f, "the output conversion changes ({left} -> {right})"),
         }
     }
@@ -63,7 +64,11 @@ impl fmt::Display for TreeDiff {
     /// A few lines: the verdict, the first divergent node, where, and why.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Some(d) = &self.divergence else {
-            return write!(f, "{} and {} are the same tree for K = {}", self.left, self.right, self.k);
+            return write!(
+                f,
+                "{} and {} are the same tree for K = {}",
+                self.left, self.right, self.k
+            );
         };
         writeln!(f, "{} vs {} (K = {}):", self.left, self.right, self.k)?;
         writeln!(
@@ -209,9 +214,10 @@ impl fmt::Display for Revealed {
         }
         match &self.order {
             Some(o) => {
+                let preset = o.preset_name().map(|p| format!(", preset {p}")).unwrap_or_default();
                 writeln!(
                     f,
-                    "order: {o} (tree and bytes: {} elements of random inputs reproduced)",
+                    "order: {o}{preset} (tree and bytes: {} elements of random inputs reproduced)",
                     self.verified_elements
                 )?;
                 if !self.equivalent.is_empty() {

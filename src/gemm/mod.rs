@@ -163,7 +163,8 @@ fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
     out
 }
 
-fn representable(v: f32, t: InType) -> bool {
+/// Whether `v` is exactly a value of `t` (NaN: whether `t` has NaNs).
+pub fn representable(v: f32, t: InType) -> bool {
     let Some(f) = t.format() else { return true };
     if v.is_nan() {
         return f.has_nan();
@@ -250,7 +251,11 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                     )));
                 }
             }
-            let values = |c: &[u8], f: Format| -> Vec<f32> { c.iter().map(|&x| f.decode_f32(x as u16)).collect() };
+            // codes are checked above: decode each of the format's codes once
+            let values = |c: &[u8], f: Format| -> Vec<f32> {
+                let table: Vec<f32> = (0..f.code_count().min(256) as u16).map(|x| f.decode_f32(x)).collect();
+                c.iter().map(|&x| table[x as usize]).collect()
+            };
             let exps = |s: &[u8], rows: usize| -> Vec<i32> {
                 // per element (row, k) the block scale exponent; 0xFF -> NaN marker
                 let mut out = Vec::with_capacity(rows * k);
@@ -324,8 +329,21 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
             Kind::Blocks { .. } => unreachable!(),
         };
+        // a direct-mapped memo of verdicts by exact bits (MX operands hold
+        // at most 256 distinct values)
+        let mut memo = vec![(0u32, 0u8); 1024];
+        let mut ok = |x: f32| -> bool {
+            let b = x.to_bits();
+            let slot = &mut memo[(b.wrapping_mul(0x9E37_79B9) >> 22) as usize];
+            if slot.1 != 0 && slot.0 == b {
+                return slot.1 == 2;
+            }
+            let r = representable(x, mm.input);
+            *slot = (b, 1 + r as u8);
+            r
+        };
         for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
-            if let Some(i) = v.iter().position(|&x| !representable(x, mm.input)) {
+            if let Some(i) = v.iter().position(|&x| !ok(x)) {
                 // report B's index in the caller's layout
                 let idx = if name == "B" && p.b_layout == BLayout::Kn {
                     (i % cols) * n + i / cols

@@ -110,6 +110,36 @@ pub struct PathSpec {
     pub order: String,
     #[serde(default = "scale_none")]
     pub scale_point: ScalePoint,
+    /// Re-round x1 on this path to the given format with, per K-block, the
+    /// largest x1 scale over the rows of the row's source shard (the rows
+    /// that arrive in one gather message): a row's bytes then depend on
+    /// the other rows of its shard (content coupling). Null: x1 as given.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_format")]
+    pub x1_requant: Option<Format>,
+}
+
+/// `x1_requant` as a format name (`e4m3`, `e5m2`).
+mod opt_format {
+    use crate::format::Format;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Format>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(f) => s.serialize_str(f.name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Format>, D::Error> {
+        match Option::<String>::deserialize(d)?.as_deref() {
+            None => Ok(None),
+            Some("e4m3") => Ok(Some(Format::E4M3)),
+            Some("e5m2") => Ok(Some(Format::E5M2)),
+            Some(other) => Err(serde::de::Error::custom(format!(
+                "unknown x1_requant format '{other}'; expected e4m3 or e5m2"
+            ))),
+        }
+    }
 }
 
 fn scale_none() -> ScalePoint {
@@ -154,6 +184,17 @@ impl AgmmSpec {
             let Some(p) = p else { continue };
             let o = parse_order(&format!("{name}.order"), &p.order)?;
             check_point(name, &o, p.scale_point, self.mx_format.is_some())?;
+            if let Some(to) = p.x1_requant {
+                match self.mx_format {
+                    Some(f) if f.element() == to && !matches!(p.scale_point, ScalePoint::Requant(Format::BF16 | Format::F16)) => {}
+                    _ => {
+                        return Err(OpError::Spec(format!(
+                            "{name}: x1_requant '{}' needs MX inputs whose element format it is, and MX operands (not requant:bf16/f16)",
+                            to.name()
+                        )))
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -282,38 +323,48 @@ pub fn path_rows(spec: &AgmmSpec, path: &PathSpec, inputs: &Inputs, rows: &[usiz
     path_rows_with(spec, path, &ops, rows)
 }
 
-fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]) -> Result<Vec<f32>> {
+/// [`path_rows`] on operands already read.
+pub fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]) -> Result<Vec<f32>> {
+    let prepared = prepare(spec, path, o)?;
+    eval_rows(spec, path, &prepared, o, rows)
+}
+
+/// x2 after a path's scale point: a function of x2, its scales and the
+/// path only, so it can be computed once and used for any rows.
+pub struct Prepared {
+    order: Order,
+    b: PreparedB,
+    /// `output` scale point: the column exponents applied after the GEMM.
+    out_exp: Option<Vec<i32>>,
+    /// `requant:bf16|f16`: x1 enters exactly dequantized to f32.
+    plain_a: bool,
+}
+
+enum PreparedB {
+    /// x2 as given (plain values or MX codes and scales).
+    Given,
+    Mx {
+        codes: Vec<u8>,
+        scales: Vec<u8>,
+        format: MxFormat,
+    },
+    Values(Vec<f32>),
+}
+
+/// Prepares x2 for `path` (see [`Prepared`]).
+pub fn prepare(spec: &AgmmSpec, path: &PathSpec, o: &Operands) -> Result<Prepared> {
     let order = parse_order("order", &path.order)?;
-    let (m, k, n) = (spec.m(), spec.k, spec.n);
-    let b_layout = match spec.x2_layout {
-        X2Layout::Kn => BLayout::Kn,
-        X2Layout::Nk => BLayout::Nk,
-    };
-    let problem = |a: Matrix<'_>, b: Matrix<'_>| -> Result<Vec<f32>> {
-        let p = Problem {
-            a,
-            b,
-            m,
-            n,
-            k,
-            b_layout,
-        };
-        Ok(gemm::gemm(&order, &p, Some(rows))?)
+    let (k, n) = (spec.k, spec.n);
+    let given = |b| Prepared {
+        order,
+        b,
+        out_exp: None,
+        plain_a: false,
     };
     let Some(fmt) = spec.mx_format else {
-        return problem(Matrix::F32(o.x1), Matrix::F32(o.x2));
+        return Ok(given(PreparedB::Given));
     };
     let kb = k / MX_BLOCK;
-    let x1 = Matrix::Mx {
-        codes: o.c1,
-        scales: o.s1,
-        format: fmt,
-    };
-    let x2 = Matrix::Mx {
-        codes: o.c2,
-        scales: o.s2,
-        format: fmt,
-    };
     let el = fmt.element();
     let no_nan_scales = || -> Result<()> {
         if let Some(i) = o.s2.iter().position(|&s| s == 0xFF) {
@@ -325,7 +376,7 @@ fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]
         Ok(())
     };
     match path.scale_point {
-        ScalePoint::None | ScalePoint::Fused | ScalePoint::Block | ScalePoint::Dequant => problem(x1, x2),
+        ScalePoint::None | ScalePoint::Fused | ScalePoint::Block | ScalePoint::Dequant => Ok(given(PreparedB::Given)),
         ScalePoint::Output => {
             no_nan_scales()?;
             let mut col = vec![0u8; n];
@@ -337,18 +388,16 @@ fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]
                     )));
                 }
             }
-            let ones = vec![127u8; o.s2.len()];
-            let x2u = Matrix::Mx {
-                codes: o.c2,
-                scales: &ones,
-                format: fmt,
-            };
-            let mut c = problem(x1, x2u)?;
-            for (idx, v) in c.iter_mut().enumerate() {
-                let x = col[idx % n] as i32 - 127;
-                *v = (*v as f64 * pow2(x)) as f32;
-            }
-            Ok(c)
+            Ok(Prepared {
+                order,
+                b: PreparedB::Mx {
+                    codes: o.c2.to_vec(),
+                    scales: vec![127u8; o.s2.len()],
+                    format: fmt,
+                },
+                out_exp: Some(col.iter().map(|&c| c as i32 - 127).collect()),
+                plain_a: false,
+            })
         }
         ScalePoint::Requant(to @ (Format::E4M3 | Format::E5M2)) => {
             no_nan_scales()?;
@@ -357,12 +406,11 @@ fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]
             } else {
                 MxFormat::Fp8E5M2
             };
-            let mut pol = CastPolicy::ieee(to);
-            pol.overflow = Overflow::Saturate;
             let sref: Vec<u8> = (0..n)
                 .map(|j| (0..kb).map(|b| x2_scale(spec, o.s2, b, j)).max().unwrap_or(127))
                 .collect();
             let mut codes = o.c2.to_vec();
+            let mut shift = Requant::new(el, to);
             for (j, &sr) in sref.iter().enumerate() {
                 for kk in 0..k {
                     let d = sr as i32 - x2_scale(spec, o.s2, kk / MX_BLOCK, j) as i32;
@@ -370,22 +418,20 @@ fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]
                     if d == 0 && to == el {
                         continue;
                     }
-                    let v = el.decode_f64(o.c2[i] as u16) * pow2(-d);
-                    codes[i] = encode_f64(v, to, &pol, i as u64)
-                        .map_err(|e| OpError::Input(format!("x2 requant to {to}: {e}")))?
-                        as u8;
+                    codes[i] = shift
+                        .get(o.c2[i], d)
+                        .map_err(|e| OpError::Input(format!("x2 requant to {to}: {e}")))?;
                 }
             }
             let scales: Vec<u8> = match spec.x2_layout {
                 X2Layout::Kn => (0..kb * n).map(|i| sref[i % n]).collect(),
                 X2Layout::Nk => (0..n * kb).map(|i| sref[i / kb]).collect(),
             };
-            let x2r = Matrix::Mx {
-                codes: &codes,
-                scales: &scales,
+            Ok(given(PreparedB::Mx {
+                codes,
+                scales,
                 format: to_mx,
-            };
-            problem(x1, x2r)
+            }))
         }
         ScalePoint::Requant(to) => {
             // Both operands become plain values: x1 exactly dequantized, x2
@@ -394,29 +440,212 @@ fn path_rows_with(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]
                 overflow: Overflow::Saturate,
                 ..CastPolicy::ieee(to)
             };
-            let deq = |c: u8, s: u8| -> f64 {
-                if s == 0xFF {
-                    f64::NAN
-                } else {
-                    el.decode_f64(c as u16) * pow2(s as i32 - 127)
-                }
-            };
-            let a: Vec<f32> = (0..m * k)
-                .map(|i| deq(o.c1[i], o.s1[(i / k) * kb + (i % k) / MX_BLOCK]) as f32)
-                .collect();
             let mut b = vec![0f32; k * n];
             for j in 0..n {
                 for kk in 0..k {
                     let i = x2_index(spec, kk, j);
-                    let v = deq(o.c2[i], x2_scale(spec, o.s2, kk / MX_BLOCK, j));
+                    let v = deq(el, o.c2[i], x2_scale(spec, o.s2, kk / MX_BLOCK, j));
                     let c = encode_f64(v, to, &pol, i as u64)
                         .map_err(|e| OpError::Input(format!("x2 requant to {to}: {e}")))?;
                     b[i] = to.decode_f32(c);
                 }
             }
-            problem(Matrix::F32(&a), Matrix::F32(&b))
+            Ok(Prepared {
+                order,
+                b: PreparedB::Values(b),
+                out_exp: None,
+                plain_a: true,
+            })
         }
     }
+}
+
+/// Re-rounding an element code scaled by `2^-d` (`d >= 0`) into `to`
+/// (RNE, saturating): `cast(decode(code) * 2^-d)`, each distinct
+/// (code, d) computed once. RNE does not depend on the element's index, so
+/// the table gives the bytes the per-element cast gives.
+struct Requant {
+    el: Format,
+    to: Format,
+    pol: CastPolicy,
+    table: Vec<i16>,
+}
+
+impl Requant {
+    fn new(el: Format, to: Format) -> Requant {
+        let mut pol = CastPolicy::ieee(to);
+        pol.overflow = Overflow::Saturate;
+        Requant {
+            el,
+            to,
+            pol,
+            table: vec![-1; 256 * 256],
+        }
+    }
+
+    fn get(&mut self, code: u8, d: i32) -> std::result::Result<u8, String> {
+        let slot = (d.clamp(0, 255) as usize) << 8 | code as usize;
+        if (0..256).contains(&d) && self.table[slot] >= 0 {
+            return Ok(self.table[slot] as u8);
+        }
+        let v = self.el.decode_f64(code as u16) * pow2(-d);
+        let c = encode_f64(v, self.to, &self.pol, 0).map_err(|e| e.to_string())? as u8;
+        if (0..256).contains(&d) {
+            self.table[slot] = c as i16;
+        }
+        Ok(c)
+    }
+}
+
+/// An MX element exactly dequantized (NaN for a NaN scale).
+fn deq(el: Format, c: u8, s: u8) -> f64 {
+    if s == 0xFF {
+        f64::NAN
+    } else {
+        el.decode_f64(c as u16) * pow2(s as i32 - 127)
+    }
+}
+
+/// x1 rows `rows` as the path reads them: MX codes and scales of those rows
+/// only, re-rounded when the path sets `x1_requant` (each K-block of a row
+/// takes the largest scale over the rows of its source shard).
+pub fn x1_rows(spec: &AgmmSpec, path: &PathSpec, o: &Operands, rows: &[usize]) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (k, mpr) = (spec.k, spec.m_per_rank);
+    let kb = k / MX_BLOCK;
+    let mut codes = Vec::with_capacity(rows.len() * k);
+    let mut scales = Vec::with_capacity(rows.len() * kb);
+    for &g in rows {
+        codes.extend_from_slice(&o.c1[g * k..(g + 1) * k]);
+        scales.extend_from_slice(&o.s1[g * kb..(g + 1) * kb]);
+    }
+    let Some(to) = path.x1_requant else {
+        return Ok((codes, scales));
+    };
+    let el = spec.mx_format.expect("validated: x1_requant needs MX inputs").element();
+    let mut shift = Requant::new(el, to);
+    for (ri, &g) in rows.iter().enumerate() {
+        let shard = g / mpr;
+        for b in 0..kb {
+            let sref = (shard * mpr..(shard + 1) * mpr)
+                .map(|r| o.s1[r * kb + b])
+                .max()
+                .expect("a shard has rows");
+            if sref == 0xFF {
+                return Err(OpError::Input(format!(
+                    "x1_scales of shard {shard}, K-block {b} include 0xFF (NaN); x1_requant needs finite scales"
+                )));
+            }
+            let own = scales[ri * kb + b];
+            let d = sref as i32 - own as i32;
+            scales[ri * kb + b] = sref;
+            if d == 0 && to == el {
+                continue;
+            }
+            for kk in b * MX_BLOCK..(b + 1) * MX_BLOCK {
+                let i = ri * k + kk;
+                codes[i] = shift
+                    .get(codes[i], d)
+                    .map_err(|e| OpError::Input(format!("x1 requant to {to}: {e}")))?;
+            }
+        }
+    }
+    Ok((codes, scales))
+}
+
+/// The given global rows through a prepared path; row-major
+/// `[rows.len(), N]`. Reads x1 only at those rows (and, with `x1_requant`,
+/// the scales of their source shards): the cost is per row asked.
+pub fn eval_rows(spec: &AgmmSpec, path: &PathSpec, pr: &Prepared, o: &Operands, rows: &[usize]) -> Result<Vec<f32>> {
+    let (m, k, n) = (spec.m(), spec.k, spec.n);
+    if let Some(&g) = rows.iter().find(|&&g| g >= m) {
+        return Err(OpError::Shape(format!("row {g} is out of range (M = {m})")));
+    }
+    if spec.mx_format.is_none() {
+        let a: Vec<f32> = rows
+            .iter()
+            .flat_map(|&g| o.x1[g * k..(g + 1) * k].iter().copied())
+            .collect();
+        let bm = match &pr.b {
+            PreparedB::Values(v) => Matrix::F32(v),
+            _ => Matrix::F32(o.x2),
+        };
+        let b_layout = match spec.x2_layout {
+            X2Layout::Kn => BLayout::Kn,
+            X2Layout::Nk => BLayout::Nk,
+        };
+        let p = Problem {
+            a: Matrix::F32(&a),
+            b: bm,
+            m: rows.len(),
+            n,
+            k,
+            b_layout,
+        };
+        return Ok(gemm::gemm(&pr.order, &p, None)?);
+    }
+    let (c1, s1) = x1_rows(spec, path, o, rows)?;
+    eval_x1(spec, pr, o, &c1, &s1)
+}
+
+/// Rows of x1 as the path reads them (codes `[r, K]`, scales `[r, K/32]`,
+/// from [`x1_rows`]) through a prepared path (MX inputs).
+pub fn eval_x1(spec: &AgmmSpec, pr: &Prepared, o: &Operands, c1: &[u8], s1: &[u8]) -> Result<Vec<f32>> {
+    let (k, n) = (spec.k, spec.n);
+    let fmt = spec
+        .mx_format
+        .ok_or_else(|| OpError::Spec("eval_x1 needs MX inputs".into()))?;
+    let r = c1.len() / k;
+    let b_layout = match spec.x2_layout {
+        X2Layout::Kn => BLayout::Kn,
+        X2Layout::Nk => BLayout::Nk,
+    };
+    let run = |a: Matrix<'_>, b: Matrix<'_>| -> Result<Vec<f32>> {
+        let p = Problem {
+            a,
+            b,
+            m: r,
+            n,
+            k,
+            b_layout,
+        };
+        Ok(gemm::gemm(&pr.order, &p, None)?)
+    };
+    let bm = match &pr.b {
+        PreparedB::Given => Matrix::Mx {
+            codes: o.c2,
+            scales: o.s2,
+            format: fmt,
+        },
+        PreparedB::Mx { codes, scales, format } => Matrix::Mx {
+            codes,
+            scales,
+            format: *format,
+        },
+        PreparedB::Values(v) => Matrix::F32(v),
+    };
+    let mut c = if pr.plain_a {
+        let el = fmt.element();
+        let kb = k / MX_BLOCK;
+        let a: Vec<f32> = (0..r * k)
+            .map(|i| deq(el, c1[i], s1[(i / k) * kb + (i % k) / MX_BLOCK]) as f32)
+            .collect();
+        run(Matrix::F32(&a), bm)?
+    } else {
+        run(
+            Matrix::Mx {
+                codes: c1,
+                scales: s1,
+                format: fmt,
+            },
+            bm,
+        )?
+    };
+    if let Some(col) = &pr.out_exp {
+        for (idx, v) in c.iter_mut().enumerate() {
+            *v = (*v as f64 * pow2(col[idx % n])) as f32;
+        }
+    }
+    Ok(c)
 }
 
 pub fn run(spec: &AgmmSpec, inputs: &Inputs) -> Result<OpOutput> {
@@ -460,7 +689,13 @@ pub fn run(spec: &AgmmSpec, inputs: &Inputs) -> Result<OpOutput> {
                 },
                 scale_point: spec.mx_format.map(|_| p.scale_point.to_string()),
                 reduction: None,
-                mechanisms: if split { vec![Mechanism::PathSplit] } else { vec![] },
+                mechanisms: {
+                    let mut v = if split { vec![Mechanism::PathSplit] } else { vec![] };
+                    if p.x1_requant.is_some() {
+                        v.push(Mechanism::MxAlongM);
+                    }
+                    v
+                },
                 detail: Some(format!(
                     "x1 shard of rank {} (row {} of {mpr}), all-gathered to rank {r}",
                     g / mpr,

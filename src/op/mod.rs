@@ -20,6 +20,7 @@ pub mod norm;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;
+pub mod subject;
 
 pub use check::Verdict;
 pub use generate::{generate, GenOpts, Pin, X2Scales};

@@ -71,6 +71,12 @@ pub const PRESETS: &[Preset] = &[
         template: || agmm(Value::Null),
     },
     Preset {
+        name: "agmm-v2-coupled",
+        description: "AllGatherMatmul, MXFP8, second-hypothesis model: GATHER rows re-round x1 to the largest scale over their source shard's rows (content coupling); differs from LOCAL only when x1 scales differ between rows",
+        world: Some(("world_size", AGMM_WS)),
+        template: || agmm(json!({"order": MX_ORDER, "scale_point": "fused", "x1_requant": "e4m3"})),
+    },
+    Preset {
         name: "mmrs-ring",
         description: "MatmulReduceScatter, ring reduction: a chunk's add order depends on its owner rank",
         world: Some(("world_size", RED_WS)),

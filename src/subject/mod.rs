@@ -38,7 +38,12 @@ use std::fmt;
 use std::str::FromStr;
 
 pub mod dispatch;
+pub mod dump;
+pub mod exec;
+mod job;
 pub use dispatch::Dispatch;
+pub use dump::{Dump, Recorder, DUMP_SCHEMA};
+pub use exec::{Exec, ExecOptions, EXEC_PROTOCOL};
 
 /// Why a subject produced no output.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

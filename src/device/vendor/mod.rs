@@ -46,7 +46,7 @@ mod compare;
 mod replay;
 mod report;
 #[cfg(feature = "cuda")]
-mod run;
+pub(crate) mod run;
 
 /// The suite name of vendor captures (`manifest.json`).
 pub const SUITE: &str = "vendor";

@@ -28,7 +28,7 @@ fn lt_ok(st: Lts, what: &str) -> Result<()> {
     }
 }
 
-fn cb_ok(st: cb::cublasStatus_t, what: &str) -> Result<()> {
+pub(crate) fn cb_ok(st: cb::cublasStatus_t, what: &str) -> Result<()> {
     if st == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
         Ok(())
     } else {
@@ -53,10 +53,10 @@ fn soft<T>(r: Result<T>) -> Result<std::result::Result<T, String>> {
 // RAII wrappers.
 // ---------------------------------------------------------------------------
 
-struct LtHandle(lt::cublasLtHandle_t);
+pub(crate) struct LtHandle(lt::cublasLtHandle_t);
 
 impl LtHandle {
-    fn new() -> Result<LtHandle> {
+    pub(crate) fn new() -> Result<LtHandle> {
         let mut h: lt::cublasLtHandle_t = std::ptr::null_mut();
         // SAFETY: out-parameter of the right type.
         lt_ok(unsafe { lt::cublasLtCreate(&mut h) }, "cublasLtCreate")?;
@@ -146,10 +146,10 @@ impl Drop for Layout {
     }
 }
 
-struct Pref(lt::cublasLtMatmulPreference_t);
+pub(crate) struct Pref(lt::cublasLtMatmulPreference_t);
 
 impl Pref {
-    fn new(workspace: usize) -> Result<Pref> {
+    pub(crate) fn new(workspace: usize) -> Result<Pref> {
         let mut p: lt::cublasLtMatmulPreference_t = std::ptr::null_mut();
         // SAFETY: out-parameter of the right type.
         lt_ok(
@@ -219,25 +219,25 @@ fn lt_types(case: CaseId) -> LtTypes {
 
 /// Device pointers of one GEMM.
 #[derive(Clone, Copy, Debug, Default)]
-struct Ptrs {
-    w: u64,
-    x: u64,
-    y: u64,
+pub(crate) struct Ptrs {
+    pub(crate) w: u64,
+    pub(crate) x: u64,
+    pub(crate) y: u64,
     /// Scale of cuBLAS A (the weights): tensor scalar or BLK128x128 grid.
-    scale_a: u64,
+    pub(crate) scale_a: u64,
     /// Scale of cuBLAS B (the activations): tensor scalar or VEC128 grid.
-    scale_b: u64,
+    pub(crate) scale_b: u64,
 }
 
 /// The descriptors of one cuBLASLt problem: D[N,M] = op(A=W)[N,K] · B=X[K,M].
-struct LtProblem {
+pub(crate) struct LtProblem {
     desc: Desc,
     a: Layout,
     b: Layout,
     cd: Layout,
 }
 
-fn lt_problem(case: CaseId, shape: &Shape, m: usize, p: &Ptrs) -> Result<LtProblem> {
+pub(crate) fn lt_problem(case: CaseId, shape: &Shape, m: usize, p: &Ptrs) -> Result<LtProblem> {
     use lt::cublasLtMatmulDescAttributes_t as A;
     use lt::cublasLtMatmulMatrixScale_t as S;
     let t = lt_types(case);
@@ -281,15 +281,15 @@ fn empty_result() -> lt::cublasLtMatmulHeuristicResult_t {
     }
 }
 
-struct Choice {
-    algo: lt::cublasLtMatmulAlgo_t,
+pub(crate) struct Choice {
+    pub(crate) algo: lt::cublasLtMatmulAlgo_t,
     workspace: usize,
     waves: f32,
 }
 
 /// The heuristic's top choice; `Err` (recorded, not fatal) when there is
 /// none for this problem.
-fn heuristic(h: &LtHandle, p: &LtProblem, pref: &Pref) -> std::result::Result<Choice, String> {
+pub(crate) fn heuristic(h: &LtHandle, p: &LtProblem, pref: &Pref) -> std::result::Result<Choice, String> {
     let mut res = empty_result();
     let mut count: c_int = 0;
     // SAFETY: all descriptors are alive; `res` has room for the one result requested.
@@ -409,14 +409,20 @@ fn read_config(algo: &lt::cublasLtMatmulAlgo_t) -> Result<AlgoConfig> {
     })
 }
 
-struct Pin {
-    algo: lt::cublasLtMatmulAlgo_t,
+pub(crate) struct Pin {
+    pub(crate) algo: lt::cublasLtMatmulAlgo_t,
     report: PinReport,
 }
 
 /// Reads the heuristic's choice at `pin_m` and re-initialises it with
 /// split-K 1 and reduction scheme NONE. `Err` is recorded, not fatal.
-fn build_pin(h: &LtHandle, case: CaseId, pin_m: usize, p: &LtProblem, pref: &Pref) -> std::result::Result<Pin, String> {
+pub(crate) fn build_pin(
+    h: &LtHandle,
+    case: CaseId,
+    pin_m: usize,
+    p: &LtProblem,
+    pref: &Pref,
+) -> std::result::Result<Pin, String> {
     let choice = heuristic(h, p, pref).map_err(|e| format!("heuristic at pin M={pin_m}: {e}"))?;
     let from = read_config(&choice.algo).map_err(|e| e.to_string())?;
     let t = lt_types(case);
@@ -470,7 +476,7 @@ fn build_pin(h: &LtHandle, case: CaseId, pin_m: usize, p: &LtProblem, pref: &Pre
 
 /// `cublasLtMatmulAlgoCheck` of the pinned algorithm for this problem:
 /// (workspace, waves), or the refusal.
-fn check_pin(
+pub(crate) fn check_pin(
     h: &LtHandle,
     p: &LtProblem,
     algo: &lt::cublasLtMatmulAlgo_t,
@@ -490,15 +496,15 @@ fn check_pin(
     Ok((res.workspaceSize, res.wavesCount))
 }
 
-struct Env<'a> {
-    lt: &'a LtHandle,
-    blas: cb::cublasHandle_t,
-    stream: &'a Arc<CudaStream>,
-    lt_stream: lt::cudaStream_t,
-    workspace: u64,
+pub(crate) struct Env<'a> {
+    pub(crate) lt: &'a LtHandle,
+    pub(crate) blas: cb::cublasHandle_t,
+    pub(crate) stream: &'a Arc<CudaStream>,
+    pub(crate) lt_stream: lt::cudaStream_t,
+    pub(crate) workspace: u64,
 }
 
-fn lt_matmul(env: &Env, p: &LtProblem, algo: &lt::cublasLtMatmulAlgo_t, ptr: &Ptrs) -> Result<()> {
+pub(crate) fn lt_matmul(env: &Env, p: &LtProblem, algo: &lt::cublasLtMatmulAlgo_t, ptr: &Ptrs) -> Result<()> {
     let (alpha, beta) = (1f32, 0f32);
     // SAFETY: descriptors alive; the device buffers were allocated for this
     // problem's (M, N, K) and types by the caller; alpha/beta are host f32
@@ -528,7 +534,7 @@ fn lt_matmul(env: &Env, p: &LtProblem, algo: &lt::cublasLtMatmulAlgo_t, ptr: &Pt
     )
 }
 
-fn classic(env: &Env, case: CaseId, shape: &Shape, m: usize, ptr: &Ptrs) -> Result<()> {
+pub(crate) fn classic(env: &Env, case: CaseId, shape: &Shape, m: usize, ptr: &Ptrs) -> Result<()> {
     let (alpha, beta) = (1f32, 0f32);
     let (n, mm, k) = (shape.n as c_int, m as c_int, shape.k as c_int);
     let (t, nn) = (cb::cublasOperation_t::CUBLAS_OP_T, cb::cublasOperation_t::CUBLAS_OP_N);
@@ -594,12 +600,12 @@ fn classic(env: &Env, case: CaseId, shape: &Shape, m: usize, ptr: &Ptrs) -> Resu
 // Buffers and rows.
 // ---------------------------------------------------------------------------
 
-fn raw<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+pub(crate) fn raw<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
 }
 
-fn raw_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+pub(crate) fn raw_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
     let (p, _sync) = s.device_ptr_mut(stream);
     p
 }

@@ -1,0 +1,272 @@
+"""The batch-invariance checker: ``mxbi.bi.check(fn, ...)``, the same families,
+verdicts and report as ``mxbi bi run``.
+
+A subject is a Python callable ``fn(a, b) -> out``: ``a`` is a float32
+``[M, K]`` numpy array (one row per token), ``b`` the shared float32 weights
+``[K, N]``, ``out`` the ``[M, N]`` result in the kernel's own output type
+(float32, or float16/bfloat16/FP8, widened exactly; torch tensors on any
+device are accepted, see :mod:`mxbi.torch`). The values are drawn from the
+seed so that they are exact in ``input`` (default f32; pass ``input="bf16"``
+for a bf16 kernel). It may also be a spec string, as the CLI's ``--subject``:
+``"model:ORDER"``, ``"dispatch:FILE"``, ``"exec:CMD"`` (an mxbi-exec/1
+runner), ``"dump:DIR"``, or a GPU kind (with a ``cuda`` build).
+
+The checker releases the GIL while it computes and takes it back to call
+``fn``; an exception in ``fn`` makes that cell an ``ERROR`` with the
+exception as its reason, while ``KeyboardInterrupt`` ends the check.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from . import _mxbi
+from ._arrays import output_f32
+from ._mxbi import MxbiError
+
+__all__ = ["check", "Report", "Cell", "Control", "FAMILIES", "VERDICTS"]
+
+FAMILIES = ("content", "batch", "position", "permutation", "repeat", "switch")
+VERDICTS = ("BI_PASS", "BI_FAIL", "NON_DET", "VACUOUS", "ERROR")
+
+Subject = Union[str, Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell's verdict: a family at one shape (M, K, N) and target row."""
+
+    id: str
+    family: str
+    subject: str
+    m: int
+    k: int
+    n: int
+    row: str
+    verdict: str
+    reason: Optional[str]
+    rows: int
+    rows_differing: int
+    elements_differing: int
+    bytes_differing: int
+    columns_differing: int
+    max_ulp: int
+    nan_differing: int
+    first_offenders: List[Dict[str, Any]]
+    rank: Optional[int] = None
+    #: every field of the JSON cell, including any this class does not name
+    data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Cell":
+        names = [f for f in cls.__dataclass_fields__ if f != "data"]
+        return cls(**{f: d.get(f) for f in names}, data=dict(d))
+
+
+@dataclass(frozen=True)
+class Control:
+    """A positive control: a cell run on a subject built to fail it."""
+
+    family: str
+    cell: str
+    subject: str
+    verdict: str
+    expected: str
+    held: bool
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Control":
+        return cls(**{f: d.get(f) for f in cls.__dataclass_fields__})
+
+
+class Report:
+    """A whole check (the report ``mxbi bi run`` writes).
+
+    ``passed``: the CLI would exit 0 (no ``BI_FAIL``; with ``strict`` also no
+    ``NON_DET`` or ``ERROR``; every positive control failed as it must and
+    some cell ran). ``str(report)``: what ``mxbi bi run`` prints (the cells
+    that did not pass, then the summary line); :meth:`markdown`: the verdict
+    table of every cell; :meth:`to_json`: the ``--json`` report, byte for byte.
+    """
+
+    def __init__(self, raw: "_mxbi.RawReport", strict: bool = False, ms: Optional[List[int]] = None):
+        self._raw = raw
+        self.strict = strict
+        #: the batch sizes checked (the batch family's baseline is the first)
+        self.ms: Optional[List[int]] = ms
+        d = json.loads(raw.to_json())
+        self.data: Dict[str, Any] = d
+        self.schema: str = d["schema"]
+        self.subject: str = d["subject"]
+        self.vs: Optional[str] = d.get("vs")
+        self.seed: int = d["seed"]
+        self.input: str = d["input"]
+        self.cells: List[Cell] = [Cell.from_dict(c) for c in d["cells"]]
+        self.controls: List[Control] = [Control.from_dict(c) for c in d["controls"]]
+        self.summary: Dict[str, Any] = d["summary"]
+        if self.ms is None:
+            self.ms = d.get("options", {}).get("ms")
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this report: 0, 1 (a check failed) or 2
+        (a positive control did not fail, or no cell could run)."""
+        return self._raw.exit_code(self.strict)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def valid(self) -> bool:
+        """Every positive control failed as it must."""
+        return bool(self.summary["valid"])
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        """Cells per verdict."""
+        return dict(self.summary["verdicts"])
+
+    def failures(self) -> List[Cell]:
+        """The cells that make the check fail (``BI_FAIL``; with ``strict``
+        also ``NON_DET`` and ``ERROR``)."""
+        bad = {"BI_FAIL", "NON_DET", "ERROR"} if self.strict else {"BI_FAIL"}
+        return [c for c in self.cells if c.verdict in bad]
+
+    def to_json(self) -> str:
+        return self._raw.to_json()
+
+    def write_json(self, path: "str | Any") -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    def markdown(self) -> str:
+        """The verdict table of every cell, one table per family (``--markdown``)."""
+        return self._raw.markdown()
+
+    def svg(self) -> str:
+        """The heatmap of the cells by verdict (``--svg``)."""
+        return self._raw.svg()
+
+    def junit(self) -> str:
+        return self._raw.junit(self.strict)
+
+    def summary_line(self) -> str:
+        return self._raw.summary_line()
+
+    def __str__(self) -> str:
+        return self._raw.text()
+
+    def __repr__(self) -> str:
+        return f"<mxbi.bi.Report {self.subject}: {self.summary_line()}>"
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+class _Callable:
+    """``fn`` as the native checker calls it: outputs converted to float32 bits."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.__qualname__ = getattr(fn, "__qualname__", None) or type(fn).__name__
+
+    def __call__(self, a: Any, b: Any) -> Any:
+        return output_f32(self.fn(a, b))
+
+
+def _subject(s: Subject) -> Any:
+    if isinstance(s, str):
+        return s
+    if callable(s):
+        return _Callable(s)
+    raise MxbiError(
+        "subject: expected a callable fn(a, b) -> out or a spec string "
+        f"(model:ORDER or dispatch:FILE), got {type(s).__name__}"
+    )
+
+
+def _ms(m: Union[str, int, Sequence[int]]) -> Optional[List[int]]:
+    if isinstance(m, str):
+        if m.strip() == "edges":
+            return None
+        try:
+            return [int(x) for x in m.split(",")]
+        except ValueError:
+            raise MxbiError(f"m: '{m}' is not a batch size (a list of integers, or edges)") from None
+    if isinstance(m, int):
+        return [m]
+    try:
+        return [int(x) for x in m]
+    except (TypeError, ValueError):
+        raise MxbiError(f"m: {m!r} is not a batch size (a list of integers, or edges)") from None
+
+
+def _name(fn: Subject, name: Optional[str]) -> Optional[str]:
+    if name is not None or isinstance(fn, str):
+        return name
+    inner = getattr(fn, "__wrapped__", fn)
+    return "python:" + (getattr(inner, "__qualname__", None) or type(inner).__name__)
+
+
+def check(
+    fn: Subject,
+    families: Union[str, Sequence[str]],
+    k: int,
+    n: int,
+    *,
+    m: Union[str, int, Sequence[int]] = "edges",
+    rows: Optional[Sequence[Union[int, str]]] = None,
+    input: Optional[str] = None,
+    seed: int = 1,
+    repeats: int = 3,
+    vs: Optional[Subject] = None,
+    strict: bool = False,
+    name: Optional[str] = None,
+    boundaries: Sequence[int] = (),
+    timeout: Optional[float] = None,
+) -> Report:
+    """Runs a subject through variant families; one verdict per cell, as
+    ``mxbi bi run``.
+
+    ``families``: content, batch, position, permutation, repeat, switch
+    (``switch`` compares with ``vs``). ``m``: batch sizes (the batch family's
+    baseline is the first), or ``"edges"``: 1, 2, 8/9, ..., 512/513 and the
+    bounds of a dispatch table. ``rows``: target-row positions (indices,
+    ``"mid"``, ``"last"``). ``input``: the element type inputs are drawn in
+    (f32, bf16, f16, e4m3, e5m2; default: the model's, else f32).
+    ``strict``: ``NON_DET`` and ``ERROR`` cells also fail. ``name``: the
+    subject's name in the report (default ``python:QUALNAME``).
+    ``boundaries``: M values where a callable's behaviour may change (tile
+    heights, split thresholds); ``"edges"`` then adds b-1, b, b+1 for each.
+    ``timeout``: seconds an ``exec:`` runner may take to greet and per job
+    (default 120).
+
+    Raises :class:`MxbiError` for bad input; a failing check is a report
+    whose ``passed`` is False, never an exception.
+    """
+    if isinstance(families, str):
+        families = families.split(",")
+    ms = _ms(m)
+    if boundaries and isinstance(fn, str):
+        raise MxbiError("boundaries: only for a callable (a dispatch table declares its own)")
+    if ms is None and not isinstance(fn, str):
+        ms = _mxbi.edge_ms([int(b) for b in boundaries])
+    raw = _mxbi.check(
+        _subject(fn),
+        [str(f) for f in families],
+        int(k),
+        int(n),
+        ms,
+        None if rows is None else [str(r) for r in rows],
+        input,
+        int(seed),
+        int(repeats),
+        None if vs is None else _subject(vs),
+        _name(fn, name),
+        None if vs is None else _name(vs, None),
+        timeout,
+    )
+    return Report(raw, strict=strict, ms=ms)

@@ -1,0 +1,124 @@
+"""pytest plugin (entry point ``pytest11``): the ``mxbi_bi`` fixture.
+
+A kernel test reads::
+
+    def test_my_kernel_is_batch_invariant(mxbi_bi):
+        mxbi_bi.check(my_kernel, families=["batch", "position"], k=4096, n=512)
+
+``mxbi_bi.check`` takes :func:`mxbi.bi.check`'s arguments and returns its
+report; when the check does not pass, the test fails with the CLI's summary
+(the cells that did not pass, with their first differing bytes) and the
+verdict table of every cell. Options:
+
+``--mxbi-report DIR``
+    write each check's JSON report (``mxbi-bi-report/1``) into DIR, one file
+    per check named after the test; with ``--junitxml`` the path is also
+    recorded as the test case's ``mxbi_report`` property.
+``--mxbi-strict``
+    ``NON_DET`` and ``ERROR`` cells fail the test too.
+``--mxbi-no-explain``
+    skip the explanation of the first failing cell (by default the
+    explainer reveals the kernel's order on both sides of it: a few extra
+    launches of the kernel).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, List, Optional
+
+import pytest
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("mxbi", "mxbi batch-invariance checks")
+    group.addoption(
+        "--mxbi-report",
+        metavar="DIR",
+        default=None,
+        help="write each mxbi_bi check's JSON report into DIR (beside pytest's JUnit)",
+    )
+    group.addoption(
+        "--mxbi-strict",
+        action="store_true",
+        default=False,
+        help="NON_DET and ERROR cells of mxbi_bi checks fail the test too",
+    )
+    group.addoption(
+        "--mxbi-no-explain",
+        action="store_true",
+        default=False,
+        help="do not explain the first failing cell of an mxbi_bi check (no extra kernel launches)",
+    )
+
+
+def _file_name(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_") or "test"
+
+
+class BiChecker:
+    """What the ``mxbi_bi`` fixture gives a test."""
+
+    def __init__(self, request: Any, record_property: Any):
+        self._request = request
+        self._record = record_property
+        self.reports: List[Any] = []
+        self.report_dir: Optional[str] = request.config.getoption("--mxbi-report")
+        self.strict: bool = bool(request.config.getoption("--mxbi-strict"))
+        self.explain: bool = not request.config.getoption("--mxbi-no-explain")
+
+    def check(self, fn: Any, **kwargs: Any) -> Any:
+        """Runs :func:`mxbi.bi.check`; fails the test unless it passed."""
+        import mxbi.bi
+
+        kwargs.setdefault("strict", self.strict)
+        report = mxbi.bi.check(fn, **kwargs)
+        self.reports.append(report)
+        path = self._write(report)
+        self._record("mxbi_summary", report.summary_line())
+        if path is not None:
+            self._record("mxbi_report", path)
+        if not report.passed:
+            msg = [
+                f"mxbi: the batch-invariance check of {report.subject} did not pass "
+                f"(the CLI would exit {report.exit_code})",
+                "",
+                str(report).rstrip("\n"),
+                "",
+                report.markdown().rstrip("\n"),
+            ]
+            explanation = self._explain(fn, report)
+            if explanation:
+                msg += ["", "explanation:", explanation.rstrip("\n")]
+            if path is not None:
+                msg += ["", f"JSON report: {path}"]
+            pytest.fail("\n".join(msg), pytrace=False)
+        return report
+
+    def _explain(self, fn: Any, report: Any) -> Optional[str]:
+        if not self.explain or not any(c.verdict == "BI_FAIL" for c in report.cells):
+            return None
+        import mxbi
+
+        try:
+            return mxbi.explain.explain_cell(fn, report)
+        except Exception as e:  # the verdict stands; say why there is no explanation
+            return f"(no explanation: {type(e).__name__}: {e})"
+
+    def _write(self, report: Any) -> Optional[str]:
+        if not self.report_dir:
+            return None
+        os.makedirs(self.report_dir, exist_ok=True)
+        base = _file_name(self._request.node.nodeid)
+        n = len(self.reports)
+        name = f"{base}.json" if n == 1 else f"{base}-{n}.json"
+        path = os.path.join(self.report_dir, name)
+        report.write_json(path)
+        return path
+
+
+@pytest.fixture
+def mxbi_bi(request: Any, record_property: Any) -> BiChecker:
+    """Batch-invariance checks inside a test: ``mxbi_bi.check(fn, families=[...], k=..., n=...)``."""
+    return BiChecker(request, record_property)

@@ -1,0 +1,76 @@
+"""The explainer and the accuracy verdicts through the Python API, on numpy
+kernels with known orders, and against the CLI's output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import mxbi
+from conftest import draw, muladd, muladd_split, run_cli, split_k_by_m
+
+
+def test_reveal_recovers_the_order_of_a_numpy_kernel():
+    r = mxbi.reveal(muladd, 4, 96, 6)
+    assert r.order == "muladd" and r.disagreements == 0 and r.launches > 0
+    assert "order: muladd" in str(r)
+    assert json.loads(r.to_json())["order"] == "muladd"
+    split = mxbi.reveal(lambda a, b: muladd_split(a, b, 4), 4, 96, 6)
+    assert split.order == "muladd;split=4"
+    # the kernel that picks its split by M shows both sides of its boundary
+    assert mxbi.reveal(split_k_by_m, 4, 96, 6).order == "muladd"
+    assert mxbi.reveal(split_k_by_m, 5, 96, 6).order == "muladd;split=4"
+    assert mxbi.reveal("model:fma;split=4", 4, 96, 6).order == "fma;split=4"
+
+
+def test_diverge_and_the_explanation_of_a_failing_cell():
+    d = mxbi.diverge("muladd", "muladd;split=4", 96, m_left=1, m_right=5)
+    assert d.text.startswith("muladd vs muladd;split=4 (K = 96):")
+    assert any("run muladd;split=4 for every M" in f for f in d.fixes)
+    assert mxbi.diverge("fma", "fma", 16).text == "fma and fma are the same tree for K = 16"
+    report = mxbi.bi.check(split_k_by_m, families=["batch"], k=96, n=6, m=[1, 3, 5])
+    text = mxbi.explain.explain_cell(split_k_by_m, report)
+    assert text.startswith("batch/m=5/k=96/n=6/row=0: at M=1 the kernel runs muladd; at M=5 it runs muladd;split=4")
+    assert "mechanism: the split-K changes" in text
+
+
+def test_reveal_bad_input():
+    with pytest.raises(mxbi.MxbiError, match="reveal needs M >= 1, N >= 1 and K >= 2"):
+        mxbi.reveal(muladd, 4, 1, 6)
+
+
+def test_accuracy_matches_the_cli(tmp_path):
+    a, b = draw((8, 96), 41), draw((96, 6), 42)
+    out = mxbi.gemm(a, b, order="fma;split=4")
+    for name, x in dict(a=a, b=b, out=out).items():
+        np.save(tmp_path / f"{name}.npy", x)
+    for standard in ["atk", "msprobe", "assert-close"]:
+        p = run_cli(["accuracy", "--actual", "out.npy", "--a", "a.npy", "--b", "b.npy", "--subject", "model:fma",
+                     "--standard", standard], tmp_path, check=False)
+        r = mxbi.accuracy(out, a=a, b=b, benchmark="model:fma", standard=standard)
+        assert str(r) == p.stdout
+        assert (p.returncode == 0) == r.passed
+        pj = run_cli(["accuracy", "--actual", "out.npy", "--a", "a.npy", "--b", "b.npy", "--subject", "model:fma",
+                      "--standard", standard, "--json"], tmp_path, check=False)
+        assert r.to_json() + "\n" == pj.stdout
+    # a callable benchmark that is the model gives the model's report
+    r1 = mxbi.accuracy(out, a=a, b=b, benchmark=muladd)
+    r2 = mxbi.accuracy(out, a=a, b=b, benchmark="model:muladd")
+    assert r1.to_json() == r2.to_json()
+    # a given golden and benchmark
+    g = mxbi.gemm(a, b, order="fma").astype(np.float64)
+    assert mxbi.accuracy(out, golden=g, benchmark=out, dtype="f32").passed
+
+
+def test_accuracy_bad_input():
+    x = np.ones((2, 2), np.float32)
+    with pytest.raises(mxbi.MxbiError, match="a golden is needed"):
+        mxbi.accuracy(x)
+    with pytest.raises(mxbi.MxbiError, match="unknown standard 'nope'"):
+        mxbi.accuracy(x, golden=x, standard="nope")
+    with pytest.raises(mxbi.MxbiError, match=r"shape mismatch: the golden is \[3\]"):
+        mxbi.accuracy(x, golden=np.ones(3))
+    with pytest.raises(mxbi.MxbiError, match="int64 values need dtype="):
+        mxbi.accuracy(np.ones(2, np.int64), golden=np.ones(2))

@@ -1,0 +1,65 @@
+"""The pytest plugin: the `mxbi_bi` fixture and `--mxbi-report DIR`."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+KERNELS = '''
+import numpy as np
+
+def muladd(a, b):
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k in range(a.shape[1]):
+        acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+    return acc
+
+def split_k_by_m(a, b):
+    if a.shape[0] <= 4:
+        return muladd(a, b)
+    h = a.shape[1] // 2
+    return muladd(a[:, :h], b[:h]) + muladd(a[:, h:], b[h:])
+
+def test_invariant(mxbi_bi):
+    r = mxbi_bi.check(muladd, families=["batch", "position"], k=64, n=4, m=[1, 3, 8])
+    assert r.passed
+
+def test_split(mxbi_bi):
+    mxbi_bi.check(split_k_by_m, families=["batch"], k=64, n=4, m=[1, 3, 8])
+'''
+
+
+def test_the_fixture_fails_the_test_with_the_verdict_table(pytester):
+    pytester.makepyfile(test_kernels=KERNELS)
+    reports = pytester.path / "reports"
+    result = pytester.runpytest("--mxbi-report", str(reports),
+                                "--junitxml", str(pytester.path / "junit.xml"))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*mxbi: the batch-invariance check of python:split_k_by_m did not pass (the CLI would exit 1)*",
+        "BI_FAIL  batch/m=8/k=64/n=4/row=0: 1 of 1 rows*",
+        "# Batch invariance: `python:split_k_by_m`",
+        "*| 3 | 64 | 4 | 0 | BI_PASS |*",
+        "*| 8 | 64 | 4 | 0 | *BI_FAIL* |*",
+        "explanation:",
+        "batch/m=8/k=64/n=4/row=0: at M=1 the kernel runs muladd; at M=8 it runs muladd;split=2",
+    ])
+    files = sorted(p.name for p in reports.iterdir())
+    assert files == ["test_kernels.py_test_invariant.json", "test_kernels.py_test_split.json"]
+    r = json.loads((reports / "test_kernels.py_test_split.json").read_text())
+    assert r["schema"] == "mxbi-bi-report/1" and r["subject"] == "python:split_k_by_m"
+    assert [c["verdict"] for c in r["cells"]] == ["BI_PASS", "BI_FAIL"]
+    props = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
+    assert props["mxbi_report"].endswith("test_kernels.py_test_split.json")
+
+
+def test_the_plugin_is_registered_by_its_entry_point(pytester):
+    pytester.makepyfile(test_kernels=KERNELS)
+    # no -p: the pytest11 entry point of the installed package loads it
+    result = pytester.runpytest_subprocess("-k", "split", "--mxbi-no-explain")
+    result.assert_outcomes(failed=1)
+    assert "explanation:" not in result.stdout.str()
+    result = pytester.runpytest_subprocess("-k", "invariant", "--mxbi-strict")
+    result.assert_outcomes(passed=1)
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    assert "--mxbi-report=DIR" in help_text

@@ -1,0 +1,41 @@
+"""mxbi.torch: torch kernels as subjects (runs where torch is installed; the
+CI machine has no torch, so there it is skipped, never passed vacuously)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mxbi
+from conftest import draw, muladd
+
+torch = pytest.importorskip("torch")
+
+
+def test_on_device_moves_inputs_and_widens_bf16_outputs_exactly():
+    import mxbi.torch as mt
+
+    seen = {}
+
+    def kernel(a, b):
+        seen["types"] = (a.dtype, b.dtype, a.device.type)
+        return (a.float() @ b.float()).to(torch.bfloat16)
+
+    fn = mt.on_device(kernel, device="cpu", dtype=torch.bfloat16)
+    a = mxbi.decode(mxbi.cast(draw((4, 32), 1), "bf16"), "bf16").reshape(4, 32)
+    b = mxbi.decode(mxbi.cast(draw((32, 3), 2), "bf16"), "bf16").reshape(32, 3)
+    out = fn(a, b)
+    assert seen["types"] == (torch.bfloat16, torch.bfloat16, "cpu")
+    assert out.dtype == np.float32
+    want = (torch.from_numpy(a) @ torch.from_numpy(b)).to(torch.bfloat16)
+    assert np.array_equal(out.view(np.uint32), want.view(torch.int16).numpy().astype(np.uint32) << 16)
+    r = mxbi.bi.check(fn, families=["repeat"], k=32, n=3, m=[4], input="bf16")
+    assert r.subject == "python:test_on_device_moves_inputs_and_widens_bf16_outputs_exactly.<locals>.kernel"
+
+
+def test_torch_tensors_are_accepted_as_arrays():
+    a = torch.from_numpy(draw((3, 16), 3))
+    b = torch.from_numpy(draw((16, 2), 4))
+    got = mxbi.gemm(a, b, order="muladd")
+    assert np.array_equal(got.view(np.uint32), muladd(a.numpy(), b.numpy()).view(np.uint32))
+    assert np.array_equal(mxbi.cast(a.to(torch.bfloat16), "bf16"), mxbi.cast(a, "bf16"))

@@ -1,0 +1,280 @@
+//! Matrices: a check over many settings at once. A matrix is a list of
+//! jobs, each a subject setting ([`Knobs`]) and the options of one check;
+//! [`run_matrix`] builds one subject per distinct setting through a
+//! factory and runs every job's cells into one report. Cell ids carry the
+//! knobs (`content/ws=4/x=ID,VAR/det=1/m=16/k=512/n=64/row=mid`).
+//!
+//! # Shards
+//! `--shard i/n` runs the cells whose global index (the order of the full
+//! matrix: jobs in order, then families, then each family's cells) is
+//! `i mod n`, computing nothing for the others; every shard also runs the
+//! positive controls, so each shard's report stands alone and the shards'
+//! cells together are the whole matrix.
+//!
+//! # Built-in matrices ([`builtin`])
+//! - `seed000`: the seed-000 proposal: world size {2, 4, 8} x M per rank
+//!   {1, 4, 8, 16, 32, 64} x K {128, 256, 512, 1024, 2048} x N {64, 128,
+//!   256, 512} x target row {0, mid, last} x (x1, x2) scales {ID, VAR}^2 x
+//!   deterministic communication {true, false}, family `content`, inputs in
+//!   e4m3. 8,640 cells as listed; at M = 2 `mid` and `last` are the same
+//!   row and run once, so 8,480 distinct cells.
+//! - `te-anchor`: seed 001's anchor-row table: the row alone (M = 1) vs at
+//!   row 0, mid, last of batches of M {2, 17, 33, 128, 257, 1024}, K = N =
+//!   2048, bf16 inputs (family `batch`).
+//! - `edges`: M from the subject's own boundaries ([`super::edge_ms`]; only
+//!   multiples of its world size), families `batch` (baseline: the
+//!   smallest M) and `content`, K = 1024, N = 64.
+//!
+//! Inputs are drawn in the matrix's type unless the subject declares a
+//! narrower one ([`Subject::input`] other than f32), which then wins.
+
+use super::edge_ms;
+use super::family::{Family, RowPos};
+use super::report::Report;
+use super::run::{control, plans, run_plan, CheckOptions, Limits, Plan, Session};
+use crate::order::InType;
+use crate::subject::{Knobs, ScaleKind, Subject};
+use std::collections::BTreeMap;
+
+/// One job of a matrix: a subject setting and one check's options.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub knobs: Knobs,
+    pub opts: CheckOptions,
+}
+
+/// A subject the engine holds: borrowed from the caller or built by a
+/// factory.
+pub enum Held<'a> {
+    Borrowed(&'a dyn Subject),
+    Owned(Box<dyn Subject>),
+}
+
+impl Held<'_> {
+    fn get(&self) -> &dyn Subject {
+        match self {
+            Held::Borrowed(s) => *s,
+            Held::Owned(b) => b.as_ref(),
+        }
+    }
+}
+
+/// Builds the subject of one setting (one line on error).
+pub type Factory<'a> = dyn Fn(&Knobs) -> Result<Box<dyn Subject>, String> + 'a;
+
+/// The built-in matrix names.
+pub const BUILTINS: [&str; 3] = ["seed000", "te-anchor", "edges"];
+
+/// Parses `i/n` (0 <= i < n).
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("--shard '{s}': expected i/n with 0 <= i < n (e.g. 0/4)");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn opts(families: &[Family], ms: Vec<usize>, k: usize, n: usize, input: InType) -> CheckOptions {
+    CheckOptions {
+        families: families.to_vec(),
+        ms,
+        k,
+        n,
+        positions: vec![RowPos::Index(0), RowPos::Mid, RowPos::Last],
+        seed: 1,
+        input,
+        repeats: 2,
+    }
+}
+
+/// The jobs of a built-in matrix (see the module doc); `subject` (built
+/// with no knobs) gives the boundaries and world size `edges` needs.
+pub fn builtin(name: &str, subject: &dyn Subject) -> Result<Vec<Job>, String> {
+    match name {
+        "seed000" => {
+            let mut jobs = Vec::new();
+            for k in [128, 256, 512, 1024, 2048] {
+                for n in [64, 128, 256, 512] {
+                    for ws in [2usize, 4, 8] {
+                        for x1 in ScaleKind::ALL {
+                            for x2 in ScaleKind::ALL {
+                                for det in [true, false] {
+                                    jobs.push(Job {
+                                        knobs: Knobs {
+                                            world_size: Some(ws),
+                                            x1_scales: Some(x1),
+                                            x2_scales: Some(x2),
+                                            deterministic_comm: Some(det),
+                                        },
+                                        opts: opts(
+                                            &[Family::Content],
+                                            [1, 4, 8, 16, 32, 64].iter().map(|m| m * ws).collect(),
+                                            k,
+                                            n,
+                                            InType::E4M3,
+                                        ),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(jobs)
+        }
+        "te-anchor" => Ok(vec![Job {
+            knobs: Knobs::default(),
+            opts: opts(
+                &[Family::Batch],
+                vec![1, 2, 17, 33, 128, 257, 1024],
+                2048,
+                2048,
+                InType::Bf16,
+            ),
+        }]),
+        "edges" => {
+            let ws = subject.world_size().max(1);
+            let ms: Vec<usize> = edge_ms(&subject.m_boundaries())
+                .into_iter()
+                .filter(|m| m.is_multiple_of(ws))
+                .collect();
+            Ok(vec![Job {
+                knobs: Knobs::default(),
+                opts: opts(&[Family::Batch, Family::Content], ms, 1024, 64, InType::F32),
+            }])
+        }
+        _ => Err(format!(
+            "unknown matrix '{name}'; built-in matrices: {}",
+            BUILTINS.join(", ")
+        )),
+    }
+}
+
+/// Runs a matrix: one subject per distinct [`Knobs`] from `factory`, every
+/// job's cells (or one shard's, see the module doc), one positive control
+/// per family. Err: a factory error, bad options, no cell, or a subject
+/// that reported itself broken.
+pub fn run_matrix(
+    jobs: &[Job],
+    factory: &Factory,
+    shard: Option<(usize, usize)>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    let built = |k: &Knobs| -> Result<Held<'static>, String> { factory(k).map(Held::Owned) };
+    // the subject's own input type wins over the matrix's
+    let mut resolved = jobs.to_vec();
+    let mut inputs: BTreeMap<Knobs, Option<InType>> = BTreeMap::new();
+    for j in &mut resolved {
+        if let std::collections::btree_map::Entry::Vacant(e) = inputs.entry(j.knobs) {
+            e.insert(factory(&j.knobs)?.input());
+        }
+        if let Some(t) = inputs[&j.knobs].filter(|t| *t != InType::F32) {
+            j.opts.input = t;
+        }
+    }
+    run_jobs(&resolved, &built, None, shard, progress)
+}
+
+/// The engine under [`super::check`] and [`run_matrix`].
+pub(super) fn run_jobs<'a>(
+    jobs: &[Job],
+    factory: &dyn Fn(&Knobs) -> Result<Held<'a>, String>,
+    vs: Option<&dyn Subject>,
+    shard: Option<(usize, usize)>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    if jobs.is_empty() {
+        return Err("the matrix has no jobs".into());
+    }
+    for j in jobs {
+        j.opts.validate(vs.is_some())?;
+    }
+    let mut subjects: BTreeMap<Knobs, Held<'a>> = BTreeMap::new();
+    for j in jobs {
+        if let std::collections::btree_map::Entry::Vacant(e) = subjects.entry(j.knobs) {
+            e.insert(factory(&j.knobs)?);
+        }
+    }
+    // every cell of the whole matrix, in order
+    let mut all: Vec<(usize, Plan)> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
+    for (ji, j) in jobs.iter().enumerate() {
+        let ws = subjects[&j.knobs].get().world_size();
+        let mut fams = j.opts.families.clone();
+        fams.sort_unstable();
+        fams.dedup();
+        for f in fams {
+            families.push(f);
+            all.extend(plans(&j.opts, f, ws).into_iter().map(|p| (ji, p)));
+            if all.len() > Limits::MAX_CELLS {
+                return Err(format!("the matrix has more than {} cells", Limits::MAX_CELLS));
+            }
+        }
+    }
+    families.sort_unstable();
+    families.dedup();
+    if all.is_empty() {
+        let s = subjects[&jobs[0].knobs].get();
+        if families == [Family::Rank] && s.world_size() < 2 {
+            return Err(format!(
+                "no cell to check: the rank family needs a subject with world size 2 or more; {} has world size {}",
+                s.name(),
+                s.world_size()
+            ));
+        }
+        return Err("no cell to check: every family needs M >= 2, or a position inside the batch".into());
+    }
+    let selected: Vec<usize> = match shard {
+        Some((i, n)) => (0..all.len()).filter(|x| x % n == i).collect(),
+        None => (0..all.len()).collect(),
+    };
+    let mut session: Option<Session> = None;
+    let mut cells = Vec::with_capacity(selected.len());
+    for (done, &x) in selected.iter().enumerate() {
+        let (ji, plan) = &all[x];
+        let job = &jobs[*ji];
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
+            session = Some(Session::new(&job.opts));
+        }
+        let s = session.as_mut().expect("set above");
+        cells.push(run_plan(
+            plan,
+            s,
+            &job.opts,
+            &job.knobs,
+            subjects[&job.knobs].get(),
+            vs,
+        )?);
+        progress(done + 1, selected.len());
+    }
+    // one control per family: the largest-M cell of the first job that has it
+    let mut controls = Vec::new();
+    for f in families {
+        let Some((ji, plan)) = all
+            .iter()
+            .filter(|(ji, p)| p.family == f && *ji == all.iter().find(|(_, q)| q.family == f).map_or(0, |q| q.0))
+            .max_by_key(|(_, p)| p.m)
+        else {
+            continue;
+        };
+        let job = &jobs[*ji];
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
+            session = Some(Session::new(&job.opts));
+        }
+        let ws = subjects[&job.knobs].get().world_size();
+        controls.push(control(plan, session.as_mut().expect("set above"), &job.opts, ws)?);
+    }
+    let first = subjects[&jobs[0].knobs].get();
+    Ok(Report::new(
+        first.name(),
+        vs.map(|s| s.name()),
+        &jobs[0].opts,
+        cells,
+        controls,
+    ))
+}

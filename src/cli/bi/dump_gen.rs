@@ -1,0 +1,134 @@
+//! `mxbi bi gen --out DIR <bi run options>`: the check run against a
+//! recording subject, so `DIR` holds every job `bi run --subject dump:DIR`
+//! with the same options will ask (layout: `subject::dump`, docs/BI.md).
+//! The folder is written as `DIR.partial` and renamed at the end: a failed
+//! gen leaves nothing behind.
+
+use super::{check_options, parse_input, parse_subject_with, CliError, Outcome, Result, RunArgs, RunnerCtx};
+use crate::bi::{check, Family, Report, Verdict};
+use crate::order::InType;
+use crate::subject::{Dump, Recorder, DUMP_SCHEMA};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// The dump folder to create (it must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The options of the `bi run` this dump is for. `--subject` only lends
+    /// its defaults (input type, M edges); it is not run, and an `exec:`
+    /// runner is not started.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The input type and M boundaries a subject spec lends to a dump.
+fn hints(spec: &str, input: Option<InType>) -> Result<(Option<InType>, Vec<usize>)> {
+    match spec.split_once(':') {
+        Some(("exec", _)) => Ok((input, vec![])),
+        Some(("dump", dir)) => {
+            let d = Dump::open(dir).map_err(CliError)?;
+            Ok((Some(d.input_type()), d.boundaries().to_vec()))
+        }
+        _ => {
+            let ctx = RunnerCtx {
+                input,
+                ..RunnerCtx::default()
+            };
+            let p = parse_subject_with(spec, &ctx)?;
+            Ok((p.input, p.boundaries))
+        }
+    }
+}
+
+pub fn gen(g: GenArgs) -> Result<Outcome> {
+    let a = &g.run;
+    if a.case.is_some() {
+        return Err(CliError("bi gen takes the check as flags, not a case file".into()));
+    }
+    for (flag, set) in [
+        ("--json", a.out.json.is_some()),
+        ("--markdown", a.out.markdown.is_some()),
+        ("--junit", a.out.junit.is_some()),
+        ("--svg", a.out.svg.is_some()),
+        ("--strict", a.out.strict),
+        ("--keep", a.keep),
+    ] {
+        if set {
+            return Err(CliError(format!(
+                "bi gen writes a dump folder, not a report: drop {flag}"
+            )));
+        }
+    }
+    let Some(spec) = &a.subject else {
+        return Err(CliError("--subject, --k and --n are required".into()));
+    };
+    let input = a.input.as_deref().map(parse_input).transpose()?;
+    let (input_hint, boundaries) = hints(spec, input)?;
+    let opts = check_options(a, input_hint, &boundaries)?;
+    if g.out.exists() {
+        return Err(CliError(format!(
+            "{}: exists; bi gen writes a new folder",
+            g.out.display()
+        )));
+    }
+    let mut partial = g.out.clone().into_os_string();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    std::fs::create_dir(&partial).map_err(|e| {
+        CliError(format!(
+            "{}: {e} (a bi gen that did not finish leaves this folder: remove it)",
+            partial.display()
+        ))
+    })?;
+    let written = (|| -> std::result::Result<usize, String> {
+        let rec = Recorder::new(&partial, opts.input)?;
+        check(&rec, a.vs.as_ref().map(|_| &rec as _), &opts, &|_, _| {})?;
+        let options = serde_json::json!({
+            "subject": a.subject,
+            "vs": a.vs,
+            "family": opts.families.iter().map(|f| f.name()).collect::<Vec<_>>(),
+            "m": opts.ms,
+            "k": opts.k,
+            "n": opts.n,
+            "rows": opts.positions.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            "seed": opts.seed,
+            "input": opts.input.name(),
+            "repeats": opts.repeats,
+        });
+        let n = rec.finish(options, boundaries)?;
+        std::fs::rename(&partial, &g.out).map_err(|e| format!("{}: {e}", g.out.display()))?;
+        Ok(n)
+    })();
+    let n = written.map_err(|e| {
+        let _ = std::fs::remove_dir_all(&partial);
+        CliError(e)
+    })?;
+    outln!(
+        "wrote {n} jobs to {} ({DUMP_SCHEMA}): a runner writes job-NNNNNN/out.npy for each job of manifest.json, \
+         then: mxbi bi run --subject dump:{} with the same options",
+        g.out.display(),
+        g.out.display()
+    );
+    Ok(Outcome::Held)
+}
+
+/// Why a repeat cell proves nothing on a dump.
+pub(super) const REPLAYED: &str =
+    "a dump answers every repeat of a batch from one file: it cannot show non-determinism";
+
+/// On a `dump:` subject (`spec`), a passing `repeat` cell is VACUOUS (see
+/// [`REPLAYED`]); other cells and other subjects are left alone.
+pub(in crate::cli) fn mark_replayed_repeats(spec: &str, r: &mut Report) {
+    if !spec.starts_with("dump:") {
+        return;
+    }
+    for c in r.cells.iter_mut() {
+        if c.family == Family::Repeat && c.verdict == Verdict::Pass {
+            c.verdict = Verdict::Vacuous;
+            c.reason = Some(REPLAYED.into());
+        }
+    }
+    r.finish();
+}

@@ -1,0 +1,910 @@
+//! `mxbi explain` (which order produced observed bytes, and where two
+//! observations diverge) and `mxbi reveal` (a subject's reduction tree by
+//! probing; `reveal gen|solve` through files for external runners). File
+//! handling and printing only; the work is `crate::explain`.
+
+use super::{input_f32, load, CliError, Outcome, Result};
+use crate::explain::candidates::{self, Inputs};
+use crate::explain::{self, IdentifyOptions, RevealOptions, RowIdentity, Varies};
+use crate::gemm::{BLayout, Matrix, Problem};
+use crate::io::{self, DType, TensorData};
+use crate::mx::MxFormat;
+use crate::order::{InType, Order};
+use crate::subject::{Dispatch, Subject, SubjectError};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// A: [M, K] (f32, f16 or bf16 values; uint8 codes with --format).
+    #[arg(long, required_unless_present = "case")]
+    pub a: Option<PathBuf>,
+    /// B: [K, N] (--b-layout kn) or [N, K] (nk).
+    #[arg(long, required_unless_present = "case")]
+    pub b: Option<PathBuf>,
+    #[arg(long, default_value = "kn")]
+    pub b_layout: String,
+    /// MX inputs: A and B are codes of this format, with scales.
+    #[arg(long)]
+    pub format: Option<MxFormat>,
+    #[arg(long)]
+    pub a_scales: Option<PathBuf>,
+    #[arg(long)]
+    pub b_scales: Option<PathBuf>,
+    /// The observed output C: [M, N] (f32, f16 or bf16).
+    #[arg(long, required_unless_present = "case")]
+    pub observed: Option<PathBuf>,
+    /// A batch-invariance case (mxbi-bi-case/1): explain one of its cells
+    /// (--cell), re-running the cell's two sides on its subject.
+    #[arg(long, requires = "cell", conflicts_with_all = ["a", "b", "observed", "vs", "format"])]
+    pub case: Option<PathBuf>,
+    /// The cell id as the report names it (`batch/m=2/k=1024/n=64/row=0`).
+    #[arg(long, requires = "case")]
+    pub cell: Option<String>,
+    /// A second observation of the same rows: the two are identified,
+    /// diffed and the divergence explained.
+    #[arg(long)]
+    pub vs: Option<PathBuf>,
+    /// Rows to explain (comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Option<Vec<usize>>,
+    /// Add the orders of a dispatch table to the candidates.
+    #[arg(long)]
+    pub dispatch: Option<PathBuf>,
+    /// What differs between the observations, for the fix: `m=1,2` (batch
+    /// sizes) or `path=local,gather`.
+    #[arg(long)]
+    pub varies: Option<String>,
+    /// Columns per group of the ULP map.
+    #[arg(long, default_value_t = 64)]
+    pub n_tile: usize,
+    /// Terms per chunk of the K profile.
+    #[arg(long, default_value_t = 256)]
+    pub k_chunk: usize,
+    /// Also say, per element, whether every order of the family gives the
+    /// same bytes, and why (all partial sums exact, a two-term sum).
+    #[arg(long)]
+    pub exactness: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RevealArgs {
+    #[command(subcommand)]
+    pub files: Option<RevealFiles>,
+    #[command(flatten)]
+    pub direct: RevealDirect,
+}
+
+#[derive(Args, Debug)]
+pub struct RevealDirect {
+    /// The subject: model:ORDER or dispatch:FILE.
+    #[arg(long)]
+    pub subject: Option<String>,
+    #[command(flatten)]
+    pub shape: RevealShape,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RevealShape {
+    #[arg(long)]
+    pub m: Option<usize>,
+    #[arg(long)]
+    pub k: Option<usize>,
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// Element type the subject reads (default: the model's, else f32).
+    #[arg(long)]
+    pub input: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RevealFiles {
+    /// Write the first round of probe launches to DIR (job-NNNNNN/a.npy,
+    /// b.npy); a runner writes each job's out.npy.
+    Gen {
+        #[arg(long)]
+        dir: PathBuf,
+        #[command(flatten)]
+        shape: RevealShape,
+    },
+    /// Read the runner's outputs in DIR: write the next round's launches,
+    /// or print the recovered tree when no launch is missing.
+    Solve {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+// ---------------------------------------------------------------- explain
+
+/// Loaded operands.
+struct Operands {
+    af: Vec<f32>,
+    bf: Vec<f32>,
+    ca: Vec<u8>,
+    cb: Vec<u8>,
+    sa: Vec<u8>,
+    sb: Vec<u8>,
+    format: Option<MxFormat>,
+    m: usize,
+    k: usize,
+    n: usize,
+    layout: BLayout,
+}
+
+impl Operands {
+    fn problem(&self) -> Problem<'_> {
+        let (a, b) = match self.format {
+            None => (Matrix::F32(&self.af), Matrix::F32(&self.bf)),
+            Some(format) => (
+                Matrix::Mx {
+                    codes: &self.ca,
+                    scales: &self.sa,
+                    format,
+                },
+                Matrix::Mx {
+                    codes: &self.cb,
+                    scales: &self.sb,
+                    format,
+                },
+            ),
+        };
+        Problem {
+            a,
+            b,
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            b_layout: self.layout,
+        }
+    }
+}
+
+fn dims2(t: &TensorData, p: &Path) -> Result<(usize, usize)> {
+    match t.shape() {
+        [r, c] => Ok((*r, *c)),
+        s => Err(CliError(format!(
+            "{}: expected a 2-d array, got shape {s:?}",
+            p.display()
+        ))),
+    }
+}
+
+fn load_operands(x: &ExplainArgs) -> Result<Operands> {
+    let layout = match x.b_layout.as_str() {
+        "kn" => BLayout::Kn,
+        "nk" => BLayout::Nk,
+        o => return Err(CliError(format!("unknown --b-layout '{o}'; expected kn or nk"))),
+    };
+    let (Some(pa), Some(pb)) = (&x.a, &x.b) else {
+        return Err(CliError("explain needs --a and --b (or --case and --cell)".into()));
+    };
+    let ta = load(pa, None)?;
+    let tb = load(pb, None)?;
+    let (m, k) = dims2(&ta, pa)?;
+    let (b0, b1) = dims2(&tb, pb)?;
+    let (kb, n) = if layout == BLayout::Kn { (b0, b1) } else { (b1, b0) };
+    if kb != k {
+        return Err(CliError(format!("shape mismatch: A is [{m}, {k}] but B has K = {kb}")));
+    }
+    let mut o = Operands {
+        af: vec![],
+        bf: vec![],
+        ca: vec![],
+        cb: vec![],
+        sa: vec![],
+        sb: vec![],
+        format: x.format,
+        m,
+        k,
+        n,
+        layout,
+    };
+    match x.format {
+        None => {
+            if x.a_scales.is_some() || x.b_scales.is_some() {
+                return Err(CliError("--a-scales/--b-scales need --format (MX inputs)".into()));
+            }
+            o.af = input_f32(&ta, pa)?.into_owned();
+            o.bf = input_f32(&tb, pb)?.into_owned();
+        }
+        Some(_) => {
+            let (Some(sa_path), Some(sb_path)) = (&x.a_scales, &x.b_scales) else {
+                return Err(CliError("MX inputs need --a-scales and --b-scales".into()));
+            };
+            let codes = |t: &TensorData, p: &Path| -> Result<Vec<u8>> {
+                t.as_bits8()
+                    .map(|c| c.to_vec())
+                    .map_err(|_| CliError(format!("{}: MX codes and scales must be uint8", p.display())))
+            };
+            o.ca = codes(&ta, pa)?;
+            o.cb = codes(&tb, pb)?;
+            let (sa_path, sb_path) = (sa_path.clone(), sb_path.clone());
+            o.sa = codes(&load(&sa_path, None)?, &sa_path)?;
+            o.sb = codes(&load(&sb_path, None)?, &sb_path)?;
+            let kb = k / crate::gemm::MX_BLOCK;
+            if !k.is_multiple_of(crate::gemm::MX_BLOCK) || o.sa.len() != m * kb || o.sb.len() != kb * n {
+                return Err(CliError(format!(
+                    "MX inputs: K = {k} must be a multiple of 32, A scales [{m}, {kb}] and B scales [{kb}, {n}] (or [{n}, {kb}] for nk)"
+                )));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// An observed output `[M, N]` as f32 bits (f16/bf16 widened exactly).
+fn load_observed(p: &Path, m: usize, n: usize) -> Result<Vec<f32>> {
+    let t = load(p, None)?;
+    let (r, c) = dims2(&t, p)?;
+    if (r, c) != (m, n) {
+        return Err(CliError(format!(
+            "{}: shape [{r}, {c}], expected the output shape [{m}, {n}]",
+            p.display()
+        )));
+    }
+    Ok(input_f32(&t, p)?.into_owned())
+}
+
+fn parse_varies(s: Option<&str>) -> Result<Varies> {
+    let Some(s) = s else { return Ok(Varies::Unknown) };
+    let bad = || CliError(format!("--varies '{s}': expected m=M1,M2 or path=P1,P2"));
+    let (key, v) = s.split_once('=').ok_or_else(bad)?;
+    let (l, r) = v.split_once(',').ok_or_else(bad)?;
+    match key {
+        "m" => Ok(Varies::BatchSize {
+            left: l.trim().parse().map_err(|_| bad())?,
+            right: r.trim().parse().map_err(|_| bad())?,
+        }),
+        "path" => Ok(Varies::Path {
+            left: l.trim().into(),
+            right: r.trim().into(),
+        }),
+        _ => Err(bad()),
+    }
+}
+
+fn read_dispatch(p: &Path) -> Result<Vec<Order>> {
+    let len = std::fs::metadata(p)
+        .map_err(|e| CliError(format!("dispatch table {}: {e}", p.display())))?
+        .len();
+    if len > 1 << 20 {
+        return Err(CliError(format!(
+            "dispatch table {}: {len} bytes (at most 1 MiB)",
+            p.display()
+        )));
+    }
+    let text = std::fs::read_to_string(p).map_err(|e| CliError(format!("dispatch table {}: {e}", p.display())))?;
+    let d = Dispatch::parse(&p.display().to_string(), &text).map_err(CliError)?;
+    Ok(d.entries.iter().map(|e| e.order).collect())
+}
+
+fn identity_json(id: &RowIdentity) -> Value {
+    json!({
+        "order": id.order().map(|o| o.to_string()),
+        "equivalent": id.matches.iter().skip(1).map(|o| o.to_string()).collect::<Vec<_>>(),
+        "same_tree": id.classes.first().map(|c| c.iter().skip(1).map(|o| o.to_string()).collect::<Vec<_>>()).unwrap_or_default(),
+        "closest": id.closest,
+        "evaluated": id.evaluated,
+        "skipped": id.skipped,
+    })
+}
+
+pub fn explain(x: ExplainArgs) -> Result<Outcome> {
+    if let (Some(case), Some(cell)) = (&x.case, &x.cell) {
+        return explain_cell(&x, case, cell);
+    }
+    let ops = load_operands(&x)?;
+    let varies = parse_varies(x.varies.as_deref())?;
+    let (m, n) = (ops.m, ops.n);
+    let rows: Vec<usize> = x.rows.clone().unwrap_or_else(|| (0..m).collect());
+    if let Some(&r) = rows.iter().find(|&&r| r >= m) {
+        return Err(CliError(format!("--rows: row {r} is out of range (M = {m})")));
+    }
+    if rows.is_empty() {
+        return Err(CliError("--rows: no rows to explain".into()));
+    }
+    let observed_path = x
+        .observed
+        .as_deref()
+        .ok_or_else(|| CliError("explain needs --observed".into()))?;
+    let observed = load_observed(observed_path, m, n)?;
+    let vs = x.vs.as_deref().map(|p| load_observed(p, m, n)).transpose()?;
+    let entries = x
+        .dispatch
+        .as_deref()
+        .map(read_dispatch)
+        .transpose()?
+        .unwrap_or_default();
+    let p = ops.problem();
+    let (json, text, ok) = report(
+        &p,
+        &rows,
+        &observed,
+        vs.as_deref(),
+        &entries,
+        &varies,
+        (x.n_tile, x.k_chunk, x.exactness),
+    )?;
+    if x.json {
+        outln!("{}", serde_json::to_string_pretty(&json!({"rows": json}))?);
+    } else {
+        out!("{text}");
+    }
+    Ok(if ok { Outcome::Held } else { Outcome::Failed })
+}
+
+/// Identifies `rows` of `observed` (and of `vs`), and for each row with
+/// two observations diffs their orders: (JSON rows, text, every row
+/// reproduced by some order).
+#[allow(clippy::too_many_arguments)]
+fn report(
+    p: &Problem,
+    rows: &[usize],
+    observed: &[f32],
+    vs: Option<&[f32]>,
+    entries: &[Order],
+    varies: &Varies,
+    (n_tile, k_chunk, exactness): (usize, usize, bool),
+) -> Result<(Vec<Value>, String, bool)> {
+    let (n, k) = (p.n, p.k);
+    let mx = matches!(p.a, Matrix::Mx { .. });
+    let cands = candidates::with_dispatch(Inputs::of(p), k, entries);
+    let pick = |c: &[f32]| -> Vec<f32> { rows.iter().flat_map(|&r| c[r * n..(r + 1) * n].to_vec()).collect() };
+    let opts = IdentifyOptions::default();
+    let seen = explain::identify(p, rows, &pick(observed), &cands, opts).map_err(CliError)?;
+    let other = match vs {
+        Some(v) => Some(explain::identify(p, rows, &pick(v), &cands, opts).map_err(CliError)?),
+        None => None,
+    };
+    let p = *p;
+    let ops_k = k;
+    let mut all_explained = true;
+    let mut json_rows = Vec::new();
+    let mut text = String::new();
+    for (i, id) in seen.iter().enumerate() {
+        let r = id.row;
+        all_explained &= !id.matches.is_empty();
+        let mut row_json = json!({"row": r, "observed": identity_json(id)});
+        text.push_str(&format!("observed {id}\n"));
+        if exactness {
+            let family: Vec<Order> = cands.iter().map(|c| c.order).collect();
+            let e = explain::analyze(&p, &[r], &family).map_err(CliError)?;
+            let proven = e.iter().filter(|x| x.reason.is_some()).count();
+            let same = e.iter().filter(|x| x.same_bytes).count();
+            let first_reason = e.iter().find_map(|x| x.reason.clone());
+            let witness = e.iter().find(|x| x.witness.is_some());
+            text.push_str(&format!(
+                "  exactness over {} orders: {proven} of {n} elements provably the same in every order, {same} the same on these inputs",
+                family.len()
+            ));
+            if let Some(reason) = &first_reason {
+                text.push_str(&format!(" (e.g. {reason})"));
+            }
+            if let Some(w) = witness.and_then(|x| x.witness.as_ref().map(|wt| (x.col, wt))) {
+                text.push_str(&format!(
+                    "; column {} differs: {} gives {:08x}, {} gives {:08x}",
+                    w.0, w.1.left, w.1.left_bits, w.1.right, w.1.right_bits
+                ));
+            }
+            text.push('\n');
+            row_json["exactness"] = json!({
+                "orders": family.len(),
+                "proven": proven,
+                "same_bytes": same,
+                "elements": e,
+            });
+        }
+        if let (Some(ov), Some(v)) = (&other, vs) {
+            let vid = &ov[i];
+            all_explained &= !vid.matches.is_empty();
+            text.push_str(&format!("vs       {vid}\n"));
+            row_json["vs"] = identity_json(vid);
+            let map = explain::ulp_map(&observed[r * n..(r + 1) * n], &v[r * n..(r + 1) * n], n_tile);
+            let differ: usize = map.iter().map(|t| t.differ).sum();
+            row_json["ulp_map"] = json!(map);
+            if differ == 0 {
+                text.push_str("  the two observations are byte-identical\n");
+            } else {
+                text.push_str(&format!(
+                    "  {differ} of {n} elements differ; by {}-column tile (differing, max ulp):",
+                    n_tile.max(1)
+                ));
+                for t in map.iter().filter(|t| t.differ > 0) {
+                    text.push_str(&format!(" [{}..{}] {} / {}", t.cols.0, t.cols.1, t.differ, t.max_ulp));
+                }
+                text.push('\n');
+            }
+            if let (Some(lo), Some(ro)) = (id.order(), vid.order()) {
+                let diff = explain::diverge(&lo, &ro, ops_k, mx);
+                let fixes = explain::suggest(&diff, varies);
+                let prof = explain::k_profile(&p, r, &lo, &ro, k_chunk).map_err(CliError)?;
+                text.push_str(&format!("  {}\n", diff.to_string().trim_end().replace('\n', "\n  ")));
+                if let Some(c) = prof.iter().find(|c| c.differ > 0) {
+                    text.push_str(&format!(
+                        "  along K: identical while only the terms k < {} are present; with the terms k < {}, {} elements differ (max {} ulp)\n",
+                        prof.iter().take_while(|c| c.differ == 0).last().map_or(0, |c| c.k_end),
+                        c.k_end,
+                        c.differ,
+                        c.max_ulp
+                    ));
+                }
+                for f in &fixes {
+                    text.push_str(&format!("  fix: {f}\n"));
+                }
+                row_json["divergence"] = json!({
+                    "left": lo.to_string(),
+                    "right": ro.to_string(),
+                    "first_node": diff.divergence,
+                    "common_terms": diff.common_terms,
+                    "left_at": diff.left_at,
+                    "right_at": diff.right_at,
+                    "mechanisms": diff.mechanisms,
+                    "words": diff.to_string(),
+                    "k_profile": prof,
+                    "fixes": fixes.iter().map(|f| json!({"fix": f, "words": f.to_string()})).collect::<Vec<_>>(),
+                });
+            } else {
+                row_json["divergence"] = Value::Null;
+            }
+        }
+        json_rows.push(row_json);
+    }
+    Ok((json_rows, text, all_explained))
+}
+
+/// Resolves a relative `dispatch:` path of a case against the case's folder.
+fn resolve_spec(spec: &str, base: &Path) -> String {
+    match spec.split_once(':') {
+        Some(("dispatch", p)) if Path::new(p).is_relative() => format!("dispatch:{}", base.join(p).display()),
+        _ => spec.to_string(),
+    }
+}
+
+/// A row id of the checker's batches: the target row is id 0, the others
+/// come from set A (0) or B (1) by index (the checker's own numbering).
+fn other_id(set: u64, j: usize) -> u64 {
+    1 + (set << 40) + j as u64
+}
+
+/// The checker's batch of M rows with the target at `at`.
+fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
+    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
+    ids.insert(at, 0);
+    ids
+}
+
+/// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
+/// case's subject, and the target row's two observations explained.
+fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
+    use crate::bi::{Family, RowPos, Rows};
+    let case = super::bi_case::load(case_path)?;
+    let base = case_path.parent().unwrap_or(Path::new("."));
+    let spec = resolve_spec(&case.subject, base);
+    let subject = super::bi::parse_subject(&spec)?;
+    let vs = case
+        .vs
+        .as_ref()
+        .map(|s| super::bi::parse_subject(&resolve_spec(s, base)))
+        .transpose()?;
+    let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
+    let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
+    let parts: Vec<&str> = cell.split('/').collect();
+    let field = |i: usize, key: &str| -> Result<String> {
+        parts
+            .get(i)
+            .and_then(|p| p.strip_prefix(key))
+            .map(str::to_string)
+            .ok_or_else(|| bad("expected FAMILY/m=M/k=K/n=N/row=ROW"))
+    };
+    let family: Family = parts
+        .first()
+        .ok_or_else(|| bad("empty"))?
+        .parse()
+        .map_err(|e: String| bad(&e))?;
+    let m: usize = field(1, "m=")?.parse().map_err(|_| bad("m is not a number"))?;
+    let (k, n) = (opts.k, opts.n);
+    if field(2, "k=")? != k.to_string() || field(3, "n=")? != n.to_string() {
+        return Err(bad(&format!("the case runs k={k}, n={n}")));
+    }
+    if !opts.families.contains(&family) || !opts.ms.contains(&m) {
+        return Err(bad("the case has no such family or batch size"));
+    }
+    let row = field(4, "row=")?;
+    let rows = Rows::new(opts.seed, k, n, opts.input);
+    let m0 = opts.ms[0];
+    let pos = |mm: usize| -> Result<usize> {
+        let p: RowPos = row.parse().map_err(|e: String| bad(&e))?;
+        p.resolve(mm)
+            .ok_or_else(|| bad("the row position does not exist at this M"))
+    };
+    // (baseline ids, its target index, variant ids, its target index, other subject)
+    let (b_ids, bi, v_ids, vi, varies) = match family {
+        Family::Content => {
+            let i = pos(m)?;
+            (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
+        }
+        Family::Batch => {
+            let i = pos(m.min(m0))?;
+            (
+                with_target(m0, i, 0),
+                i,
+                with_target(m, i, 0),
+                i,
+                Varies::BatchSize { left: m0, right: m },
+            )
+        }
+        Family::Position => {
+            let i = pos(m)?;
+            (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
+        }
+        Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
+        _ => return Err(bad("explain --cell runs content, batch, position and switch cells")),
+    };
+    let run = |s: &dyn Subject, ids: &[u64], at: usize| -> Result<Vec<f32>> {
+        let a = rows.batch(ids);
+        let p = Problem {
+            a: Matrix::F32(&a),
+            b: Matrix::F32(&rows.b),
+            m: ids.len(),
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        };
+        Ok(s.run(&p, Some(&[at]))?)
+    };
+    let left = run(subject.subject.as_ref(), &b_ids, bi)?;
+    let other: &dyn Subject = match (family, &vs) {
+        (Family::Switch, Some(v)) => v.subject.as_ref(),
+        (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
+        _ => subject.subject.as_ref(),
+    };
+    let right = run(other, &v_ids, vi)?;
+    let target = rows.row(0);
+    let p = Problem {
+        a: Matrix::F32(&target),
+        b: Matrix::F32(&rows.b),
+        m: 1,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    };
+    let entries = match spec.split_once(':') {
+        Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
+        _ => Vec::new(),
+    };
+    let (json_rows, text, ok) = report(
+        &p,
+        &[0],
+        &left,
+        Some(&right),
+        &entries,
+        &varies,
+        (x.n_tile, x.k_chunk, x.exactness),
+    )?;
+    let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
+        "BI_PASS"
+    } else {
+        "BI_FAIL"
+    };
+    if x.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"cell": cell, "subject": subject.subject.name(), "verdict": verdict, "rows": json_rows})
+            )?
+        );
+    } else {
+        outln!(
+            "cell {cell} on {} ({verdict}): the target row in the baseline batch (observed) vs the variant (vs)",
+            subject.subject.name()
+        );
+        out!("{text}");
+    }
+    Ok(if ok { Outcome::Held } else { Outcome::Failed })
+}
+
+// ---------------------------------------------------------------- reveal
+
+fn input_type(s: Option<&str>, default: Option<InType>) -> Result<InType> {
+    match s {
+        Some(t) => InType::from_name(t)
+            .ok_or_else(|| CliError(format!("--input '{t}': expected one of f32, bf16, f16, e4m3, e5m2"))),
+        None => Ok(default.unwrap_or(InType::F32)),
+    }
+}
+
+fn options(s: &RevealShape, default_input: Option<InType>) -> Result<RevealOptions> {
+    let need = |v: Option<usize>, name: &str| v.ok_or_else(|| CliError(format!("reveal needs --{name}")));
+    Ok(RevealOptions {
+        m: need(s.m, "m")?,
+        k: need(s.k, "k")?,
+        n: need(s.n, "n")?,
+        input: input_type(s.input.as_deref(), default_input)?,
+        seed: s.seed,
+        verify_rows: 8,
+    })
+}
+
+fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()> {
+    if as_json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "order": r.order.map(|o| o.to_string()),
+                "equivalent": r.equivalent.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+                "launches": r.launches,
+                "probes": r.probes,
+                "scheme": r.scheme,
+                "window": r.window,
+                "shared_tree": r.disagreement_count == 0,
+                "disagreements": r.disagreements,
+                "disagreement_count": r.disagreement_count,
+                "shape_matches": r.shape_matches.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+                "verified_elements": r.verified_elements,
+                "tree": r.shape.listing(),
+                "m": r.m, "k": r.k, "n": r.n, "input": r.input,
+            }))?
+        );
+    } else {
+        out!("{r}");
+        if !r.to_string().ends_with('\n') {
+            outln!();
+        }
+    }
+    Ok(())
+}
+
+/// Exit status of a reveal: held when one tree explains every probe and
+/// the grammar can say it.
+fn outcome(r: &explain::Revealed) -> Outcome {
+    if r.disagreement_count == 0 && r.order.is_some() {
+        Outcome::Held
+    } else {
+        Outcome::Failed
+    }
+}
+
+pub fn reveal(a: RevealArgs) -> Result<Outcome> {
+    match a.files {
+        Some(RevealFiles::Gen { dir, shape }) => return gen(&dir, &shape),
+        Some(RevealFiles::Solve { dir, json }) => return solve(&dir, json),
+        None => {}
+    }
+    let spec = a
+        .direct
+        .subject
+        .as_deref()
+        .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
+    let parsed = super::bi::parse_subject(spec)?;
+    let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
+    let r = explain::reveal(parsed.subject.as_ref(), o)?;
+    print_revealed(&r, a.direct.json)?;
+    Ok(outcome(&r))
+}
+
+const REVEAL_SCHEMA: &str = "mxbi-reveal/1";
+
+/// A subject answered from a folder: each launch is a job found by the
+/// SHA-256 of its inputs; a launch not yet answered is written as a new job
+/// and reported as pending.
+struct Folder {
+    dir: PathBuf,
+    jobs: Mutex<Vec<(String, String)>>,
+    pending: Mutex<Vec<String>>,
+}
+
+fn digest(a: &[f32], b: &[f32]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for v in a.iter().chain(b) {
+        h.update(v.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Folder {
+    fn open(dir: &Path) -> Result<Folder> {
+        let text = std::fs::read_to_string(dir.join("manifest.json"))
+            .map_err(|e| CliError(format!("{}: {e}", dir.join("manifest.json").display())))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| CliError(format!("{}/manifest.json: {e}", dir.display())))?;
+        let jobs = v["jobs"]
+            .as_array()
+            .ok_or_else(|| CliError(format!("{}/manifest.json: no jobs list", dir.display())))?
+            .iter()
+            .map(|j| {
+                (
+                    j["id"].as_str().unwrap_or_default().to_string(),
+                    j["sha256"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        Ok(Folder {
+            dir: dir.to_path_buf(),
+            jobs: Mutex::new(jobs),
+            pending: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn save(&self, header: &Value) -> Result<()> {
+        let jobs = self.jobs.lock().map_err(|_| CliError("job list poisoned".into()))?;
+        let mut v = header.clone();
+        v["jobs"] = json!(jobs
+            .iter()
+            .map(|(id, sha)| json!({"id": id, "sha256": sha}))
+            .collect::<Vec<_>>());
+        std::fs::write(self.dir.join("manifest.json"), serde_json::to_string_pretty(&v)? + "\n")?;
+        Ok(())
+    }
+}
+
+impl Subject for Folder {
+    fn name(&self) -> String {
+        format!("files:{}", self.dir.display())
+    }
+
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> std::result::Result<Vec<f32>, SubjectError> {
+        let fail = |why: String| SubjectError::Broken {
+            subject: self.name(),
+            why,
+        };
+        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
+            return Err(fail("probe launches are f32 values".into()));
+        };
+        let sha = digest(a, b);
+        let mut jobs = self.jobs.lock().map_err(|_| fail("job list poisoned".into()))?;
+        let id = match jobs.iter().find(|(_, s)| *s == sha) {
+            Some((id, _)) => id.clone(),
+            None => {
+                let id = format!("job-{:06}", jobs.len());
+                let d = self.dir.join(&id);
+                std::fs::create_dir_all(&d).map_err(|e| fail(format!("{}: {e}", d.display())))?;
+                let w = |name: &str, shape: Vec<usize>, v: &[f32]| -> std::result::Result<(), SubjectError> {
+                    let t = TensorData::from_slice(shape, v).map_err(|e| fail(e.to_string()))?;
+                    io::write_tensor(d.join(name), "data", &t).map_err(|e| fail(e.to_string()))
+                };
+                w("a.npy", vec![p.m, p.k], a)?;
+                w("b.npy", vec![p.k, p.n], b)?;
+                jobs.push((id.clone(), sha));
+                id
+            }
+        };
+        drop(jobs);
+        let out = self.dir.join(&id).join("out.npy");
+        if !out.exists() {
+            if let Ok(mut pend) = self.pending.lock() {
+                pend.push(id.clone());
+            }
+            return Err(SubjectError::Failed {
+                subject: self.name(),
+                why: format!("{id}/out.npy is not written yet"),
+            });
+        }
+        let t = io::load_tensor(&out, None).map_err(|e| fail(format!("{}: {e}", out.display())))?;
+        if t.shape() != [p.m, p.n] {
+            return Err(fail(format!(
+                "{}: shape {:?}, expected [{}, {}]",
+                out.display(),
+                t.shape(),
+                p.m,
+                p.n
+            )));
+        }
+        let v: Vec<f32> = match t.dtype() {
+            DType::F32 => t.as_f32().map_err(|e| fail(e.to_string()))?.into_owned(),
+            DType::F16 => t
+                .as_f16()
+                .map_err(|e| fail(e.to_string()))?
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            DType::BF16 => t
+                .as_bf16()
+                .map_err(|e| fail(e.to_string()))?
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            d => {
+                return Err(fail(format!(
+                    "{}: dtype {}, expected f32, f16 or bf16",
+                    out.display(),
+                    d.name()
+                )))
+            }
+        };
+        Ok(match rows {
+            None => v,
+            Some(r) => r.iter().flat_map(|&i| v[i * p.n..(i + 1) * p.n].to_vec()).collect(),
+        })
+    }
+}
+
+fn header(o: &RevealOptions) -> Value {
+    json!({"schema": REVEAL_SCHEMA, "m": o.m, "k": o.k, "n": o.n, "input": o.input, "seed": o.seed})
+}
+
+/// One step of the file protocol: run the reveal against the folder; write
+/// the launches it still needs, or print the result.
+fn step(dir: &Path, o: RevealOptions, as_json: bool) -> Result<Outcome> {
+    let f = Folder::open(dir)?;
+    let r = explain::reveal(&f, o);
+    f.save(&header(&o))?;
+    let pending = f.pending.lock().map(|p| p.clone()).unwrap_or_default();
+    match r {
+        Ok(r) => {
+            print_revealed(&r, as_json)?;
+            Ok(outcome(&r))
+        }
+        Err(_) if !pending.is_empty() => {
+            if as_json {
+                outln!("{}", json!({"status": "pending", "jobs": pending}));
+            } else {
+                outln!(
+                    "{} launches to run: {}/{{{}}}; for each, read a.npy [M, K] and b.npy [K, N] (f32), write out.npy [M, N] (f32, f16 or bf16), then: mxbi reveal solve --dir {}",
+                    pending.len(),
+                    dir.display(),
+                    pending.join(","),
+                    dir.display()
+                );
+            }
+            Ok(Outcome::Held)
+        }
+        Err(e) => Err(CliError(e.to_string())),
+    }
+}
+
+fn gen(dir: &Path, s: &RevealShape) -> Result<Outcome> {
+    let o = options(s, None)?;
+    if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(CliError(format!(
+            "{}: the folder exists and is not empty",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| CliError(format!("{}: {e}", dir.display())))?;
+    let mut h = header(&o);
+    h["jobs"] = json!([]);
+    std::fs::write(dir.join("manifest.json"), serde_json::to_string_pretty(&h)? + "\n")?;
+    step(dir, o, false)
+}
+
+fn solve(dir: &Path, as_json: bool) -> Result<Outcome> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    if v["schema"] != REVEAL_SCHEMA {
+        return Err(CliError(format!("{}: not a {REVEAL_SCHEMA} folder", path.display())));
+    }
+    let num = |key: &str| -> Result<usize> {
+        v[key]
+            .as_u64()
+            .map(|x| x as usize)
+            .ok_or_else(|| CliError(format!("{}: '{key}' missing", path.display())))
+    };
+    let input = v["input"]
+        .as_str()
+        .and_then(InType::from_name)
+        .ok_or_else(|| CliError(format!("{}: 'input' missing", path.display())))?;
+    let o = RevealOptions {
+        m: num("m")?,
+        k: num("k")?,
+        n: num("n")?,
+        input,
+        seed: v["seed"].as_u64().unwrap_or(1),
+        verify_rows: 8,
+    };
+    step(dir, o, as_json)
+}

@@ -1,0 +1,110 @@
+//! Subject specs, parsed in one place: `KIND:ARG` -> a [`Subject`].
+//!
+//! Kinds: `model:ORDER` (the CPU model), `dispatch:FILE` (an order chosen by
+//! shape from a JSON table), `op:PRESET` (an op model, `src/op/subject.rs`),
+//! `exec:CMD` (an external runner, default options), `dump:DIR` (a dump
+//! folder), and the GPU kinds (`cuda:`, `cublas:`, `cublaslt:`; they say
+//! what they need when built without feature `cuda`). `bi run` passes
+//! runner options (`--timeout`, `--keep`, `--input`) to `exec:`/`dump:`
+//! itself (src/cli/bi.rs).
+//! Each arm builds its subject under the matrix cell's [`Knobs`]; a subject
+//! that cannot honour a set knob is refused with one line.
+
+use crate::op::subject::OpSubject;
+use crate::order::Order;
+use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Knobs, Model, Subject};
+use std::path::Path;
+
+/// Most bytes a dispatch table file may have.
+const MAX_TABLE_BYTES: u64 = 1 << 20;
+
+/// The kinds this build knows, for error messages.
+fn kinds() -> &'static str {
+    "model:ORDER, dispatch:FILE, op:PRESET, exec:CMD, dump:DIR, cuda:ORDER, cublas:NAME or cublaslt:NAME"
+}
+
+/// Builds the subject named by `spec` under `knobs` (one-line errors).
+pub fn subject_from_spec(spec: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, String> {
+    if let Some(gpu) = crate::device::subject::gpu_subject_from_spec(spec) {
+        knobs.refuse_any(spec, "a GPU kernel on one device")?;
+        return gpu;
+    }
+    let (kind, arg) = spec
+        .split_once(':')
+        .ok_or_else(|| format!("subject '{spec}': expected KIND:ARG ({})", kinds()))?;
+    match kind {
+        "model" => {
+            let order: Order = arg.parse().map_err(|e| format!("subject '{spec}': {e}"))?;
+            knobs.refuse_any(spec, "the CPU model is one device with plain inputs")?;
+            Ok(Box::new(Model::new(order)))
+        }
+        "dispatch" => {
+            knobs.refuse_any(spec, "a dispatch table is one device with plain inputs")?;
+            Ok(Box::new(dispatch_table(arg)?))
+        }
+        "op" => Ok(Box::new(OpSubject::new(arg, knobs)?)),
+        "exec" => {
+            knobs.refuse_any(spec, "an external runner computes whole batches on its own device")?;
+            Ok(Box::new(Exec::start(arg, ExecOptions::default())?))
+        }
+        "dump" => {
+            knobs.refuse_any(spec, "a dump folder holds one setting's outputs")?;
+            Ok(Box::new(Dump::open(arg)?))
+        }
+        // further kinds: one arm each
+        _ => Err(format!("subject '{spec}': unknown kind '{kind}' ({})", kinds())),
+    }
+}
+
+/// Reads a dispatch table file (bounded before reading).
+fn dispatch_table(path: &str) -> Result<Dispatch, String> {
+    let len = std::fs::metadata(Path::new(path))
+        .map_err(|e| format!("dispatch table {path}: {e}"))?
+        .len();
+    if len > MAX_TABLE_BYTES {
+        return Err(format!(
+            "dispatch table {path}: {len} bytes (at most {MAX_TABLE_BYTES})"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("dispatch table {path}: {e}"))?;
+    Dispatch::parse(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subject::ScaleKind;
+
+    #[test]
+    fn kinds_and_knobs() {
+        assert_eq!(
+            subject_from_spec("model:fma", &Knobs::default()).unwrap().name(),
+            "model:fma"
+        );
+        let ws4 = Knobs {
+            world_size: Some(4),
+            ..Knobs::default()
+        };
+        let e = subject_from_spec("model:fma", &ws4).err().unwrap();
+        assert!(e.contains("takes no knobs (ws=4)"), "{e}");
+        let s = subject_from_spec("op:agmm-v2-prefix", &ws4).unwrap();
+        assert_eq!((s.name().as_str(), s.world_size()), ("op:agmm-v2-prefix", 4));
+        let bad = Knobs {
+            world_size: Some(3),
+            x2_scales: Some(ScaleKind::Varying),
+            ..Knobs::default()
+        };
+        let e = subject_from_spec("op:agmm-v2-prefix", &bad).err().unwrap();
+        assert!(e.contains("does not support world size 3"), "{e}");
+        let e = subject_from_spec("op:rmsnorm", &Knobs::default()).err().unwrap();
+        assert!(e.contains("is not a subject") && e.contains("not a GEMM"), "{e}");
+        let e = subject_from_spec("op:nope", &Knobs::default()).err().unwrap();
+        assert!(e.contains("unknown preset 'nope'"), "{e}");
+        let e = subject_from_spec("op:quant-per-tensor", &ws4).err().unwrap();
+        assert!(e.contains("takes no knobs"), "{e}");
+        let e = subject_from_spec("gpu0", &Knobs::default()).err().unwrap();
+        assert!(e.contains("expected KIND:ARG"), "{e}");
+        let e = subject_from_spec("foo:bar", &Knobs::default()).err().unwrap();
+        assert!(e.contains("unknown kind 'foo'"), "{e}");
+    }
+}
