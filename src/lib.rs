@@ -5,7 +5,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`format`](mod@format) | element formats: decode, the exact rounding core, E8M0, cast policies and presets |
+//! | [`format`](mod@format) | the one element-type vocabulary ([`format::Format`], parameters derived in `format::MiniFloat`), the one exact value ([`format::Exact`]) and reference rounding, encoders, E8M0, cast policies and presets |
 //! | [`mx`] | OCP MX block quantization, scale modes, layouts, exact block dots |
 //! | [`order`] | the accumulation-order grammar (docs/ORDERS.md), reduction trees, tree diffs |
 //! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
@@ -15,7 +15,7 @@
 //! | [`op`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
 //! | [`io`] | `.npy` / `.safetensors` tensors |
 //! | [`rng`] | the one deterministic generator of test cases |
-//! | [`device`] | real GPUs (features `cuda`/`nccl`): generated kernels, probes, casts, vendor GEMMs, NCCL, captures and their CPU replay (docs/DEVICE.md) |
+//! | [`device`] | real GPUs (features `cuda`/`nccl`): generated kernels, probes, casts, vendor GEMMs, NCCL; each suite split into cases, kernels, comparison, capture format, replay and reports; every capture replays on the CPU through one `device::replay::Replay` interface (docs/DEVICE.md) |
 //! | [`cli`] | the `mxbi` command: argument parsing and printing, no numerics |
 //!
 //! # Data flow
@@ -27,7 +27,7 @@
 //! such a computation (the model, an op model, a GPU kernel, an external
 //! runner) behind one call, which is all the checking layers see. GPU
 //! results are captured (`device::capture`) and replayed against the model
-//! on the CPU.
+//! on the CPU (`device::replay`).
 
 pub mod accuracy;
 pub mod bi;

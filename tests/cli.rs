@@ -2,6 +2,8 @@
 //! library, results do not depend on the thread count, and bad input gives
 //! exit code 2 with one clear line (never a panic).
 
+mod common;
+
 use mxbi::format::{encode_f32, CastPreset, Format};
 use mxbi::io::{self, DType, TensorData};
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset};
@@ -13,9 +15,7 @@ fn bin() -> Command {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mxbi-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("cli", name)
 }
 
 fn run(args: &[&str]) -> Output {

@@ -1,9 +1,10 @@
 //! Tests of the tensor file layer (`mxbi::io`).
 
+mod common;
+
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use half::{bf16, f16};
 use mxbi::io::{
@@ -16,18 +17,7 @@ use proptest::prelude::*;
 // helpers
 // ---------------------------------------------------------------------------
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh, empty directory for one test.
-fn tmpdir(tag: &str) -> PathBuf {
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("io-tests")
-        .join(format!("{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::fresh_dir as tmpdir;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npy").join(name)

@@ -64,3 +64,70 @@ fn the_scan_sees_an_import() {
     let hits = sources("cli").iter().filter(|(_, t)| t.contains("crate::op")).count();
     assert!(hits > 0);
 }
+
+/// The files of `format` import each other without a cycle, and only by
+/// file (`super::FILE::Item`): a sibling is never reached through the
+/// re-exports of `mod.rs` (`super::Item`, `crate::format::Item`). Test
+/// modules are not scanned (they may use the re-exports).
+#[test]
+fn format_files_import_without_a_cycle() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/format");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mod.rs"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            (p.file_stem().unwrap().to_string_lossy().into_owned(), code)
+        })
+        .collect();
+    files.sort();
+    let names: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    for (i, (name, code)) in files.iter().enumerate() {
+        for line in code.lines().map(|l| l.split("//").next().unwrap_or("")) {
+            for pat in ["super::", "crate::format::"] {
+                for (at, _) in line.match_indices(pat) {
+                    let rest = &line[at + pat.len()..];
+                    let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    match names.iter().position(|n| *n == ident) {
+                        Some(j) => edges.push((i, j)),
+                        None => panic!("src/format/{name}.rs reaches `{pat}{rest}` through mod.rs, not by file"),
+                    }
+                }
+            }
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    // topological order by repeatedly removing files without imports left
+    let mut left: Vec<usize> = (0..names.len()).collect();
+    let mut order = Vec::new();
+    while !left.is_empty() {
+        let free: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&i| !edges.iter().any(|&(a, b)| a == i && b != i && left.contains(&b)))
+            .collect();
+        assert!(
+            !free.is_empty(),
+            "import cycle among src/format/{{{}}}.rs; edges: {:?}",
+            left.iter().map(|&i| names[i].as_str()).collect::<Vec<_>>().join(","),
+            edges
+                .iter()
+                .filter(|(a, b)| left.contains(a) && left.contains(b))
+                .map(|&(a, b)| format!("{} -> {}", names[a], names[b]))
+                .collect::<Vec<_>>()
+        );
+        left.retain(|i| !free.contains(i));
+        order.extend(free.into_iter().map(|i| names[i].clone()));
+    }
+    println!("format files, leaves first: {}", order.join(", "));
+    // the scan sees the edges it must: encode reaches the rounding core
+    let (e, r) = (
+        names.iter().position(|n| n == "encode"),
+        names.iter().position(|n| n == "round"),
+    );
+    assert!(edges.contains(&(e.unwrap(), r.unwrap())));
+}

@@ -2,48 +2,8 @@
 //! No zero, no sign, no Inf: each implementation decides what 0, negatives,
 //! Inf and ties become, and those choices are the policy fields here.
 
-use super::encode::Input;
-use super::policy::{CastPolicy, Overflow};
-use super::round::Rounding;
-
-/// Conversion rule to E8M0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum E8m0Rule {
-    /// Round the exact value to a power of two under the policy's rounding
-    /// mode (nearest modes compare with the midpoint 1.5 * 2^e in value;
-    /// nearest-even ties go to the even byte). Values below 2^-127 become
-    /// byte 0x00; results above 2^127 follow the overflow policy.
-    Value,
-    /// Rounding "on the implicit bit", as ml_dtypes and torch (c10
-    /// `fp8e8m0fnu_from_fp32_value`) do it: for |x| >= 2^-126 nearest with
-    /// ties up (the implicit bit is the LSB); below 2^-126 (where f32 has no
-    /// implicit bit) values up to 2^-127 give 0x00 and values above it 0x01.
-    /// The policy's rounding mode must be nearest-away.
-    ImplicitBit,
-}
-
-/// What +-0 becomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum E8m0Zero {
-    /// NaN (0xFF), as ml_dtypes and gfloat.
-    Nan,
-    /// The smallest scale 2^-127 (0x00), as NVIDIA round-up/satfinite.
-    Min,
-}
-
-/// What a negative input (including -Inf) becomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum E8m0Negative {
-    /// NaN (0xFF), as ml_dtypes and gfloat.
-    Nan,
-    /// Convert |x| (the sign bit is ignored), as torch.
-    Abs,
-    /// 0x00: the smallest value >= x, as round-up with satfinite gives.
-    Min,
-}
+use super::policy::{CastPolicy, E8m0Negative, E8m0Rule, E8m0Zero, Overflow};
+use super::round::{Input, Rounding};
 
 /// Encode an f32 to an E8M0 byte under `p`.
 pub fn encode_e8m0_f32(x: f32, p: &CastPolicy, index: u64) -> u8 {

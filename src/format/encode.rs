@@ -12,128 +12,12 @@
 //!   lookup.
 
 use super::e8m0::encode_e8m0;
+use super::elem::{Format, MiniFloat};
 use super::policy::{CastPolicy, NanOut, NanPolicy, Overflow};
-use super::round::{round_to_quantum, Rounding};
-use super::{Format, MiniFloat};
+use super::round::{round_to_quantum, Input, Rounding};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// An input value decomposed exactly from its bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Input {
-    Zero {
-        negative: bool,
-    },
-    /// |x| = sig * 2^exp, sig > 0.
-    Finite {
-        negative: bool,
-        sig: u64,
-        exp: i32,
-    },
-    Inf {
-        negative: bool,
-    },
-    /// NaN with its payload left-aligned in 64 bits (quiet bit first).
-    Nan {
-        negative: bool,
-        payload: u64,
-    },
-}
-
-impl Input {
-    pub fn from_f32(x: f32) -> Input {
-        let b = x.to_bits();
-        let negative = b >> 31 != 0;
-        let e = (b >> 23) & 0xFF;
-        let m = (b & 0x7F_FFFF) as u64;
-        match (e, m) {
-            (0, 0) => Input::Zero { negative },
-            (0, m) => Input::Finite {
-                negative,
-                sig: m,
-                exp: -149,
-            },
-            (0xFF, 0) => Input::Inf { negative },
-            (0xFF, m) => Input::Nan {
-                negative,
-                payload: m << 41,
-            },
-            (e, m) => Input::Finite {
-                negative,
-                sig: m | 1 << 23,
-                exp: e as i32 - 150,
-            },
-        }
-    }
-
-    pub fn from_f64(x: f64) -> Input {
-        let b = x.to_bits();
-        let negative = b >> 63 != 0;
-        let e = (b >> 52) & 0x7FF;
-        let m = b & ((1 << 52) - 1);
-        match (e, m) {
-            (0, 0) => Input::Zero { negative },
-            (0, m) => Input::Finite {
-                negative,
-                sig: m,
-                exp: -1074,
-            },
-            (0x7FF, 0) => Input::Inf { negative },
-            (0x7FF, m) => Input::Nan {
-                negative,
-                payload: m << 12,
-            },
-            (e, m) => Input::Finite {
-                negative,
-                sig: m | 1 << 52,
-                exp: e as i32 - 1075,
-            },
-        }
-    }
-
-    /// The value as f64 (exact: significands have at most 53 bits), for
-    /// messages.
-    pub fn value(&self) -> f64 {
-        match *self {
-            Input::Zero { negative } => {
-                if negative {
-                    -0.0
-                } else {
-                    0.0
-                }
-            }
-            Input::Finite { negative, sig, exp } => {
-                let v = sig as f64 * 2f64.powi(exp);
-                if negative {
-                    -v
-                } else {
-                    v
-                }
-            }
-            Input::Inf { negative } => {
-                if negative {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                }
-            }
-            Input::Nan { .. } => f64::NAN,
-        }
-    }
-
-    /// The same value multiplied by 2^k (exact; NaN/Inf/zero unchanged).
-    pub fn scaled(self, k: i32) -> Input {
-        match self {
-            Input::Finite { negative, sig, exp } => Input::Finite {
-                negative,
-                sig,
-                exp: exp + k,
-            },
-            other => other,
-        }
-    }
-}
 
 /// Why a value could not be cast.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -244,7 +128,7 @@ fn encode_minifloat(x: Input, format: Format, mf: MiniFloat, p: &CastPolicy, ind
             }
             let big_e = e.max(mf.emin());
             let q = big_e - mf.mbits as i32;
-            let m = round_to_quantum(sig, exp, q, negative, p.rounding, sr(p, index));
+            let m = round_to_quantum(sig as u128, exp, q, negative, p.rounding, sr(p, index)) as u64;
             // code magnitude = ((E - emin) << mbits) + m; a carry out of the
             // significand moves into the exponent field by itself.
             let mag = (((big_e - mf.emin()) as u64) << mf.mbits) + m;
@@ -286,7 +170,7 @@ fn encode_int8(x: Input, p: &CastPolicy, index: u64) -> Result<u16, CastError> {
                 return clamp(negative, false);
             }
             // quantum 2^-6
-            let m = round_to_quantum(sig, exp, -6, negative, p.rounding, sr(p, index)) as i64;
+            let m = round_to_quantum(sig as u128, exp, -6, negative, p.rounding, sr(p, index)) as i64;
             let v = if negative { -m } else { m };
             if v > 127 || v < lo {
                 return clamp(negative, false);

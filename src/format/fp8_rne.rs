@@ -1,17 +1,18 @@
-//! A branchless, vectorisable encoder for the most common cast: f32 to FP8
-//! (E4M3, E5M2) with round-to-nearest-even, under saturating or non-finite
-//! overflow and a canonical NaN code. It gives exactly the codes of the exact
-//! encoder (tests: the exhaustive walk and the oracle hashes run through the
-//! array paths that use it).
+//! A fast path of the reference encoder: a branchless, vectorisable encoder
+//! for the most common cast, f32 to FP8 (E4M3, E5M2) with
+//! round-to-nearest-even, under saturating or non-finite overflow and a
+//! canonical NaN code. It gives exactly the codes of the exact encoder
+//! (tests: `equals_exact_encoder`, and the exhaustive walk and the oracle
+//! hashes run through the array paths that use it).
 //!
 //! For |x| with bits `a`: in the target's normal range the mantissa is
 //! rounded on the bits (`a + 2^(22-MB) - 1 + lsb`, the carry moves into the
 //! exponent); below it, one f32 addition of `c = 2^(24-BIAS-MB)`, whose ulp
 //! is the target's subnormal quantum, rounds to nearest-even.
 
+use super::elem::Format;
 use super::policy::{CastPolicy, NanOut, Overflow};
 use super::round::Rounding;
-use super::Format;
 
 /// Constants of one (format, policy).
 #[derive(Clone, Copy, Debug)]

@@ -2,24 +2,13 @@
 //! that the hardware probes (`mxbi device probe`) compare against.
 //!
 //! `mma_step(mma, a, b, c)` is exactly what the reduction tree of an `mma`
-//! order does for one chunk of `mma.k` positions with accumulator `c`
-//! (docs/ORDERS.md, "Families" and "The fused sum"):
-//!
-//! - `split=none`: one fused sum of C and the `k` products;
-//! - `split=halves`: two chained fused sums over positions `[0, k/2)` and
-//!   `[k/2, k)`;
-//! - `split=mod4`: two chained fused sums over positions `p mod 4 in {0,1}`,
-//!   then `{2,3}`;
-//! - `c=fused`: C is a term of the first fused sum; `c=late`: the fused sums
-//!   start from +0 and the result is `RN(C + s)` (an IEEE f32 addition);
-//! - every fused sum keeps `f` alignment bits and rounds its result toward
-//!   zero to `out` fraction bits; inputs are decomposed with the `in=` type's
-//!   `emin` (zeros and subnormals carried at `emin`), C with -126.
-//!
-//! Specials follow the fused-sum rules: a NaN input, Inf times zero, or
-//! opposite infinities give the canonical NaN `0x7FFFFFFF`; with `c=late`
-//! the final IEEE addition propagates NaN and Inf as the host does (NaNs are
-//! compared as a class).
+//! order does for one chunk of `mma.k` positions with accumulator `c`. The
+//! contract is docs/ORDERS.md: the `mma(...)` item of "Families" (split,
+//! c, out, in) and "The fused sum" (decomposition, alignment, truncation,
+//! rounding, specials); this file implements those two sections and states
+//! nothing of its own about them. With `c=late` the final `RN(C + s)` is an
+//! IEEE f32 addition (NaN and Inf propagate as on the host; NaNs compare as
+//! a class).
 //!
 //! The inputs are taken as given: the caller guarantees they are exactly
 //! representable in the `in=` type (the GEMM checks this; the probes

@@ -1,33 +1,11 @@
 //! The exact arithmetic steps of an accumulation order, in integers:
 //! rounding an exact value to f32 (RNE or RZ at a given precision), adding an
 //! exact term to an f32 with one rounding, and the tensor-core fused sum
-//! (docs/ORDERS.md, "The fused sum").
+//! (docs/ORDERS.md, "The fused sum"). Exact values and their rounding are the
+//! format layer's ([`Exact`], [`Exact::round`]); this file adds the f32 range.
 
-/// An exact finite value `(-1)^neg * mag * 2^exp`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Exact {
-    pub neg: bool,
-    pub mag: u128,
-    pub exp: i32,
-}
-
-impl Exact {
-    pub fn from_f32(x: f32) -> Exact {
-        let b = x.to_bits();
-        let neg = b >> 31 != 0;
-        let e = ((b >> 23) & 0xFF) as i32;
-        let m = (b & 0x7F_FFFF) as u128;
-        if e == 0 {
-            Exact { neg, mag: m, exp: -149 }
-        } else {
-            Exact {
-                neg,
-                mag: m | 1 << 23,
-                exp: e - 150,
-            }
-        }
-    }
-}
+pub use crate::format::Exact;
+use crate::format::Rounding;
 
 /// Final rounding of an exact value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,38 +16,28 @@ pub enum Round {
     Rz,
 }
 
+impl Round {
+    /// The rounding direction of the format layer's reference rounding.
+    pub const fn rounding(self) -> Rounding {
+        match self {
+            Round::Rne => Rounding::NearestEven,
+            Round::Rz => Rounding::TowardZero,
+        }
+    }
+}
+
 /// Rounds `x` to a binary format with `frac` fraction bits and the f32
 /// exponent range (emin -126, subnormals quantised at 2^(-126-frac)),
 /// returned as the f32 holding that value (a zero keeps the sign of `x`).
+/// The rounding is the reference one ([`Exact::round`]); only the f32
+/// range (overflow to Inf, or to the largest value of the precision under
+/// RZ) is decided here.
 pub fn round_exact(x: Exact, frac: u32, mode: Round) -> f32 {
     let sign = |v: f32| if x.neg { -v } else { v };
     if x.mag == 0 {
         return sign(0.0);
     }
-    let lead = (127 - x.mag.leading_zeros()) as i32 + x.exp;
-    let mut q = lead.max(-126) - frac as i32;
-    let mut m: u128 = if q <= x.exp {
-        x.mag << (x.exp - q) as u32
-    } else {
-        let sh = (q - x.exp) as u32;
-        if sh >= 128 {
-            // kept = 0; the value is at least half a quantum only when
-            // sh == 128 and the top bit of mag is set
-            let above_half = sh == 128 && x.mag > 1u128 << 127;
-            (mode == Round::Rne && above_half) as u128
-        } else {
-            let kept = x.mag >> sh;
-            let rem = x.mag & ((1u128 << sh) - 1);
-            let half = 1u128 << (sh - 1);
-            let up = mode == Round::Rne && (rem > half || (rem == half && kept & 1 == 1));
-            kept + up as u128
-        }
-    };
-    if m >> (frac + 1) != 0 {
-        // carry out of the significand
-        m >>= 1;
-        q += 1;
-    }
+    let (m, q) = x.round(frac, -126, mode.rounding(), None);
     let top = q + (127 - m.leading_zeros() as i32);
     if m != 0 && top > 127 {
         return match mode {
@@ -218,10 +186,9 @@ pub fn product(a: Decomposed, b: Decomposed, extra: i32) -> Decomposed {
 /// The canonical NaN of a fused sum.
 pub const FUSED_NAN: u32 = 0x7FFF_FFFF;
 
-/// One tensor-core fused sum over `terms` = [C, products...]: terms aligned
-/// to the largest nominal exponent M of C and the nonzero products, each truncated toward zero to `f` fraction bits
-/// below 2^M, summed exactly, the sum rounded toward zero to `out` fraction
-/// bits; a sum of magnitude 2^128 or more is Inf.
+/// One tensor-core fused sum over `terms` = [C, products...] with `f`
+/// alignment bits and `out` result fraction bits: docs/ORDERS.md, "The
+/// fused sum" (the contract; every rule there is implemented here).
 pub fn fused_sum(terms: &[Decomposed], f: u32, out: u32) -> f32 {
     let (mut pinf, mut ninf) = (false, false);
     for t in terms {

@@ -9,7 +9,7 @@
 //! E5M2 about 69 bits; the sum is kept in an `i128`, which holds any block
 //! of up to 2^60 elements of any pair of these formats.
 
-use crate::format::Format;
+use crate::format::{Exact, Format};
 
 /// Exact value of a block dot product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,34 +26,11 @@ pub enum BlockDot {
 }
 
 impl BlockDot {
-    /// The value as f64 (rounded to nearest-even when `sum` needs more than
-    /// 53 bits; exact otherwise, barring f64 underflow/overflow).
+    /// The value as f64: the reference rounding ([`Exact::to_f64`],
+    /// nearest-even when `sum` needs more than 53 bits; exact otherwise).
     pub fn to_f64(self) -> f64 {
         match self {
-            BlockDot::Finite { sum, exp } => {
-                let neg = sum < 0;
-                let mag = sum.unsigned_abs();
-                if mag == 0 {
-                    return 0.0;
-                }
-                // Round mag to 53 bits exactly, then scale.
-                let bits = 128 - mag.leading_zeros() as i32;
-                let v = if bits <= 53 {
-                    mag as f64 * 2f64.powi(exp)
-                } else {
-                    let sh = (bits - 53) as u32;
-                    let kept = mag >> sh;
-                    let rem = mag & ((1u128 << sh) - 1);
-                    let half = 1u128 << (sh - 1);
-                    let up = rem > half || (rem == half && kept & 1 == 1);
-                    ((kept + up as u128) as f64) * 2f64.powi(exp + sh as i32)
-                };
-                if neg {
-                    -v
-                } else {
-                    v
-                }
-            }
+            BlockDot::Finite { sum, exp } => Exact::from_i128(sum, exp).to_f64(),
             BlockDot::Inf { negative } => {
                 if negative {
                     f64::NEG_INFINITY

@@ -35,6 +35,29 @@ impl Drop for TempDir {
     }
 }
 
+/// A fresh, empty folder `target/tmp/mxbi-tests/TAG-PID-N`, unique per
+/// call (the tests of one crate run in parallel). It lies under cargo's
+/// target dir and is kept, so a failing test's files can be looked at.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("mxbi-tests")
+        .join(format!("{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// `NAME` in one folder per test process and `group` under the system temp
+/// dir (created on first use; test files name themselves apart).
+pub fn scratch(group: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mxbi-{group}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir.join(name)
+}
+
 /// `reference/captures/<name>` of this checkout.
 pub fn committed_capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

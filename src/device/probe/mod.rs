@@ -1,6 +1,7 @@
 //! Tensor-core instruction probes: random dot products run through single
 //! `mma.sync` / `wgmma` instructions on the GPU and through the CPU step
-//! model [`mma_step`], compared bit for bit.
+//! model [`mma_step`] (contract: docs/ORDERS.md, "The fused sum"), compared
+//! bit for bit.
 //!
 //! # Cases
 //!
@@ -20,13 +21,14 @@
 //! # Comparison, NaN and the digest
 //!
 //! GPU and model outputs match when their bits are equal, or both are NaN
-//! (the model's fused-sum NaN is 0x7FFFFFFF; the payload the hardware
-//! writes is recorded separately, per probe, as `nan_payloads`). The
-//! capture's `digest` is SHA-256 of the GPU outputs' little-endian bits in
-//! case order with every NaN replaced by 0x7FFFFFFF (canonical NaN), so a
-//! replay on the model reproduces it exactly when every case matches; with
-//! recorded mismatches, the replay substitutes the recorded GPU bits. The
-//! first [`FIRST_OUTPUTS`] GPU outputs are stored raw (payloads kept).
+//! (the model gives the fused sum's canonical NaN, docs/ORDERS.md "The
+//! fused sum"; the payload the hardware writes is recorded separately, per
+//! probe, as `nan_payloads`). The capture's `digest` is SHA-256 of the GPU
+//! outputs' little-endian bits in case order with every NaN replaced by
+//! 0x7FFFFFFF (canonical NaN), so a replay on the model reproduces it
+//! exactly when every case matches; with recorded mismatches, the replay
+//! substitutes the recorded GPU bits. The first [`FIRST_OUTPUTS`] GPU
+//! outputs are stored raw (payloads kept).
 //!
 //! # Capture layout (`DIR/probe/`)
 //!

@@ -1,5 +1,6 @@
-//! Tensor-core fused sums (`mma` families, element inputs) in integers,
-//! vectorised across the columns of C.
+//! Fast path: tensor-core fused sums (`mma` families, element inputs) in
+//! integers, vectorised across the columns of C; bit for bit the generic
+//! evaluator's (`gemm::step`), which the tests and `tests/gemm_fast.rs` check.
 //!
 //! Every input is decomposed once as `x = ±X * 2^(e - fi)` (X an integer
 //! below 2^(fi+1), fi the fraction bits of the step's input type, `e >= emin`
@@ -14,11 +15,11 @@
 //! MX `scale=block` promotes each block's partial with `s = 2^Xa * 2^Xb`
 //! (an f32 product) instead of 1.0.
 //!
-//! Specials: a non-finite input (or, fused, a NaN scale) takes part in the
-//! integer sums as a zero, and its row of A or column of B is marked; for
-//! the marked outputs every fused sum whose products include a non-finite
-//! one is then replaced by its special value (NaN for a NaN term, Inf times
-//! zero, or Infs of both signs, C included; else Inf of the Infs' sign).
+//! Contract: docs/ORDERS.md, "The fused sum" (and "MX inputs" for the
+//! scales). Specials: a non-finite input (or, fused, a NaN scale) takes part
+//! in the integer sums as a zero, and its row of A or column of B is marked;
+//! the marked outputs' fused sums are then recomputed for their special
+//! value as that section's "Specials" rule says.
 
 use super::plan::{Op, Plan, Step};
 use super::{elementwise, Isa, TileBufs};
@@ -740,7 +741,8 @@ fn finish(sp: i64, m: i32, c: f32, p: Params) -> f32 {
     rz(s < 0, s.unsigned_abs(), m - p.f as i32, p.out)
 }
 
-/// `step::round_exact(.., Round::Rz)` for a 64-bit magnitude.
+/// Fast path of the reference rounding: `step::round_exact(.., Round::Rz)`
+/// for a 64-bit magnitude (test `rz_matches_round_exact`).
 #[inline(always)]
 fn rz(neg: bool, mag: u64, exp: i32, out: u32) -> f32 {
     let lead = 63 - mag.leading_zeros() as i32 + exp;
