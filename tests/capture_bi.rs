@@ -259,7 +259,7 @@ fn vendor_table_says(run: &str, family: &str, m: u64) -> Option<&'static str> {
         return None;
     }
     // block scales: cuBLASLt refuses M % 4 != 0 (nothing is padded)
-    if blk && m % 4 != 0 {
+    if blk && !m.is_multiple_of(4) {
         return Some("ERROR");
     }
     // ... so is the batch baseline M = 1 of the runs whose M list starts at 1

@@ -16,7 +16,7 @@ use mxbi::gemm::{BLayout, Matrix, Problem};
 use mxbi::io::DType;
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset, ScaleLayout, ScaleMode};
 use mxbi::order::{InType, Order, Tree};
-use mxbi::subject::{Dispatch, Dump, Exec, ExecOptions, Model, Subject, SubjectError};
+use mxbi::subject::{Dump, Exec, ExecOptions, Knobs, Subject, SubjectError};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -776,9 +776,6 @@ impl Subject for PySubject {
     }
 }
 
-/// Most bytes a dispatch table file may have (as the CLI).
-const MAX_TABLE_BYTES: u64 = 1 << 20;
-
 struct Parsed {
     subject: Box<dyn Subject>,
     input: Option<InType>,
@@ -796,9 +793,11 @@ struct RunnerCtx {
     timeout: Option<f64>,
 }
 
-/// A subject spec string, as the CLI's `--subject` (`model:ORDER`,
-/// `dispatch:FILE`, `exec:CMD`, `dump:DIR`, and the GPU kinds, which need a
-/// build with feature `cuda` and say so otherwise), with the CLI's messages.
+/// A subject spec string, as the CLI's `--subject`: the library's one
+/// parser (`mxbi::cli::subjects`: model:, dispatch:, op:, exec:, dump: and
+/// the GPU kinds, which need a build with feature `cuda` and say so
+/// otherwise), with `exec:`/`dump:` taking the call's runner options as
+/// `mxbi bi run` does; the CLI's messages.
 fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
     if let Some(gpu) = mxbi::device::subject::GpuSpec::parse(spec) {
         let parsed = gpu.map_err(err)?;
@@ -811,42 +810,8 @@ fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
             abort: None,
         });
     }
-    let (kind, arg) = spec.split_once(':').ok_or_else(|| {
-        err(format!(
-            "subject '{spec}': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
-        ))
-    })?;
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {
-        "model" => {
-            let order: Order = parse(arg)?;
-            Ok(Parsed {
-                subject: Box::new(Model::new(order)),
-                input: Some(bi::input_of(&order)),
-                boundaries: vec![],
-                abort: None,
-            })
-        }
-        "dispatch" => {
-            let path = std::path::Path::new(arg);
-            let len = std::fs::metadata(path)
-                .map_err(|e| err(format!("dispatch table {arg}: {e}")))?
-                .len();
-            if len > MAX_TABLE_BYTES {
-                return Err(err(format!(
-                    "dispatch table {arg}: {len} bytes (at most {MAX_TABLE_BYTES})"
-                )));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| err(format!("dispatch table {arg}: {e}")))?;
-            let d = Dispatch::parse(arg, &text).map_err(err)?;
-            let inputs: Vec<InType> = d.entries.iter().map(|e| bi::input_of(&e.order)).collect();
-            let input = inputs.iter().all(|t| *t == inputs[0]).then(|| inputs[0]);
-            Ok(Parsed {
-                boundaries: d.m_boundaries(),
-                subject: Box::new(d),
-                input,
-                abort: None,
-            })
-        }
         "exec" => {
             let mut opts = ExecOptions {
                 input: ctx.input.unwrap_or(InType::F32),
@@ -882,9 +847,15 @@ fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
                 abort: None,
             })
         }
-        _ => Err(err(format!(
-            "subject '{spec}': unknown kind '{kind}' (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
-        ))),
+        _ => {
+            let s = mxbi::cli::subjects::subject_from_spec(spec, &Knobs::default()).map_err(err)?;
+            Ok(Parsed {
+                input: s.input(),
+                boundaries: s.m_boundaries(),
+                subject: s,
+                abort: None,
+            })
+        }
     }
 }
 

@@ -46,9 +46,12 @@ fn diff_fields() -> &'static Vec<String> {
     })
 }
 
+/// Named scalar fields of a cell, sorted by name.
+type Fields = Vec<(String, Value)>;
+
 /// The non-null scalar fields of a cell's JSON form beyond the base fields
 /// and the byte diff, sorted by name: (knobs, column fields).
-fn extras(cell: &Cell) -> (Vec<(String, Value)>, Vec<(String, Value)>) {
+fn extras(cell: &Cell) -> (Fields, Fields) {
     let Ok(Value::Object(map)) = serde_json::to_value(cell) else {
         return (Vec::new(), Vec::new());
     };
