@@ -628,7 +628,13 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         root: Some(root),
     };
     // every answer against the recovered tree
+    // (the launches repeat the same few pairs at many positions: each
+    // distinct pair's `L` is computed once, every answer still compared)
     let lca = shape.lca_sizes();
+    let mut memo: HashMap<(u32, u32), Option<u32>> = HashMap::new();
+    let l_of = |memo: &mut HashMap<(u32, u32), Option<u32>>, p: u32, q: u32| {
+        *memo.entry((p, q)).or_insert_with(|| lca.get(p, q))
+    };
     let mut disagreements = Vec::new();
     let mut disagreement_count = 0;
     for Answer {
@@ -641,14 +647,15 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         measured,
     } in &pr.answers
     {
+        let pq = l_of(&mut memo, *p, *q);
         let expected = match window {
-            None => lca.get(*p, *q),
+            None => pq,
             Some(w) => {
                 // the lost units of this window, plus p and q
-                lca.get(*p, *q).map(|_| {
+                pq.map(|b| {
                     2 + w
                         .iter()
-                        .filter(|&&x| lca.get(*p, x).zip(lca.get(*p, *q)).is_some_and(|(a, b)| a <= b))
+                        .filter(|&&x| l_of(&mut memo, *p, x).is_some_and(|a| a <= b))
                         .count() as u32
                 })
             }
