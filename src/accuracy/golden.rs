@@ -422,38 +422,28 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> (Input, f64) {
 pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
     let (m, n, k) = (p.m, p.n, p.k);
     crate::limits::check_elements("the golden C", &[m, n]).map_err(GemmError::Limit)?;
-    let shape = |what: &str, got: usize, want: usize| {
-        if got != want {
-            Err(GemmError::Shape(format!("{what} has {got} elements, expected {want}")))
-        } else {
-            Ok(())
-        }
-    };
+    crate::gemm::check_operands(p)?;
     // B element (kk, j) in the caller's layout
     let bidx = |kk: usize, j: usize, cols: usize| match p.b_layout {
         BLayout::Kn => kk * n + j,
         BLayout::Nk => j * cols + kk,
     };
     let cells: Vec<(Input, f64)> = match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
-            shape("A", a.len(), m * k)?;
-            shape("B", b.len(), k * n)?;
-            (0..m * n)
-                .into_par_iter()
-                .map(|c| {
-                    let (i, j) = (c / n, c % n);
-                    let mut s = ExactSum::new();
-                    let mut abs = 0f64;
-                    for kk in 0..k {
-                        let (x, y) = (a[i * k + kk], b[bidx(kk, j, k)]);
-                        s.add_product_f32(x, y)
-                            .expect("f32 products lie within the accumulator");
-                        abs += (x as f64 * y as f64).abs();
-                    }
-                    (s.value(), abs)
-                })
-                .collect()
-        }
+        (Matrix::F32(a), Matrix::F32(b)) => (0..m * n)
+            .into_par_iter()
+            .map(|c| {
+                let (i, j) = (c / n, c % n);
+                let mut s = ExactSum::new();
+                let mut abs = 0f64;
+                for kk in 0..k {
+                    let (x, y) = (a[i * k + kk], b[bidx(kk, j, k)]);
+                    s.add_product_f32(x, y)
+                        .expect("f32 products lie within the accumulator");
+                    abs += (x as f64 * y as f64).abs();
+                }
+                (s.value(), abs)
+            })
+            .collect(),
         (
             Matrix::Mx {
                 codes: ca,
@@ -466,25 +456,8 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                 format: fb,
             },
         ) => {
-            if k % MX_BLOCK != 0 {
-                return Err(GemmError::Shape(format!(
-                    "K = {k} is not a multiple of the MX block ({MX_BLOCK})"
-                )));
-            }
             let kb = k / MX_BLOCK;
-            shape("A codes", ca.len(), m * k)?;
-            shape("B codes", cb.len(), k * n)?;
-            shape("A scales", sa.len(), m * kb)?;
-            shape("B scales", sb.len(), kb * n)?;
             let (ea, eb) = (fa.element(), fb.element());
-            for (name, codes, f) in [("A", ca, ea), ("B", cb, eb)] {
-                if let Some(i) = codes.iter().position(|&c| c as u32 >= f.code_count()) {
-                    return Err(GemmError::Shape(format!(
-                        "{name} code {:#x} at {i} is not a valid {f} code",
-                        codes[i]
-                    )));
-                }
-            }
             (0..m * n)
                 .into_par_iter()
                 .map(|c| -> Result<(Input, f64), GemmError> {

@@ -180,7 +180,12 @@ pub fn representable(v: f32, t: InType) -> bool {
 }
 
 /// Validates shapes, the order against the inputs, and normalises.
-pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
+/// The shape check every evaluator of a [`Problem`] shares (the model and
+/// the accuracy golden): operand sizes against M, K and N, and for MX
+/// inputs K a multiple of the block, the scales' sizes and every code a
+/// valid code of its format. A problem mixing MX and plain operands is
+/// left to the caller.
+pub fn check_operands(p: &Problem) -> Result<(), GemmError> {
     let (m, n, k) = (p.m, p.n, p.k);
     let need = |what: &str, got: usize, want: usize| -> Result<(), GemmError> {
         if got != want {
@@ -188,32 +193,10 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         }
         Ok(())
     };
-    let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
-    if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
-        return Err(GemmError::Unsupported(
-            "A and B must both be MX or both be plain values".into(),
-        ));
-    }
-    if !mx && order.scale != MxScale::Dequant {
-        return Err(GemmError::Unsupported(format!(
-            "scale={} needs MX inputs (codes and scales)",
-            if order.scale == MxScale::Block {
-                "block"
-            } else {
-                "fused"
-            }
-        )));
-    }
-    let kind = match (p.a, p.b) {
+    match (p.a, p.b) {
         (Matrix::F32(a), Matrix::F32(b)) => {
             need("A", a.len(), m * k)?;
-            need("B", b.len(), k * n)?;
-            let bt = if p.b_layout == BLayout::Kn {
-                transpose(b, k, n)
-            } else {
-                b.to_vec()
-            };
-            Kind::Values { a: a.to_vec(), bt }
+            need("B", b.len(), k * n)
         }
         (
             Matrix::Mx {
@@ -237,13 +220,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             need("B codes", cb.len(), k * n)?;
             need("A scales", sa.len(), m * kb)?;
             need("B scales", sb.len(), kb * n)?;
-            let (cbt, sbt) = if p.b_layout == BLayout::Kn {
-                (transpose(cb, k, n), transpose(sb, kb, n))
-            } else {
-                (cb.to_vec(), sb.to_vec())
-            };
-            let (ea, eb) = (fa.element(), fb.element());
-            for (name, codes, f) in [("A", ca, ea), ("B", cb, eb)] {
+            for (name, codes, f) in [("A", ca, fa.element()), ("B", cb, fb.element())] {
                 if let Some(i) = codes.iter().position(|&c| c as u32 >= f.code_count()) {
                     return Err(GemmError::Shape(format!(
                         "{name} code {:#x} at {i} is not a valid {f} code",
@@ -251,6 +228,60 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                     )));
                 }
             }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
+    if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
+        return Err(GemmError::Unsupported(
+            "A and B must both be MX or both be plain values".into(),
+        ));
+    }
+    if !mx && order.scale != MxScale::Dequant {
+        return Err(GemmError::Unsupported(format!(
+            "scale={} needs MX inputs (codes and scales)",
+            if order.scale == MxScale::Block {
+                "block"
+            } else {
+                "fused"
+            }
+        )));
+    }
+    let kind = match (p.a, p.b) {
+        (Matrix::F32(a), Matrix::F32(b)) => {
+            check_operands(p)?;
+            let bt = if p.b_layout == BLayout::Kn {
+                transpose(b, k, n)
+            } else {
+                b.to_vec()
+            };
+            Kind::Values { a: a.to_vec(), bt }
+        }
+        (
+            Matrix::Mx {
+                codes: ca,
+                scales: sa,
+                format: fa,
+            },
+            Matrix::Mx {
+                codes: cb,
+                scales: sb,
+                format: fb,
+            },
+        ) => {
+            check_operands(p)?;
+            let kb = k / MX_BLOCK;
+            let (cbt, sbt) = if p.b_layout == BLayout::Kn {
+                (transpose(cb, k, n), transpose(sb, kb, n))
+            } else {
+                (cb.to_vec(), sb.to_vec())
+            };
+            let (ea, eb) = (fa.element(), fb.element());
             // codes are checked above: decode each of the format's codes once
             let values = |c: &[u8], f: Format| -> Vec<f32> {
                 let table: Vec<f32> = (0..f.code_count().min(256) as u16).map(|x| f.decode_f32(x)).collect();
