@@ -766,9 +766,7 @@ impl Prober<'_> {
         let slots = m.min(n);
         let probes: Vec<Key> = pairs
             .iter()
-            .flat_map(|&(p, q)| {
-                (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW }))
-            })
+            .flat_map(|&(p, q)| (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
             .collect();
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
@@ -848,7 +846,9 @@ fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagr
                 (_, None) => None,
                 (NO_WINDOW, Some(x)) => Some(x),
                 (c, Some(lpq)) => {
-                    let lost = window(p, q, kl, w, c).filter(|&x| l(x).is_some_and(|a| a <= lpq)).count();
+                    let lost = window(p, q, kl, w, c)
+                        .filter(|&x| l(x).is_some_and(|a| a <= lpq))
+                        .count();
                     Some(2 + lost as u32)
                 }
             };
@@ -1014,7 +1014,11 @@ fn random_mx(f: MxFormat, rows: usize, cols: usize, along_rows: bool, seed: u64)
             }
         })
         .collect();
-    let ns = if along_rows { rows / MX_BLOCK * cols } else { rows * cols / MX_BLOCK };
+    let ns = if along_rows {
+        rows / MX_BLOCK * cols
+    } else {
+        rows * cols / MX_BLOCK
+    };
     let scales = (0..ns).map(|_| (127 + r.range_i64(-4, 4)) as u8).collect();
     (codes, scales)
 }
@@ -1052,12 +1056,13 @@ pub fn reveal_mx(subject: &dyn Subject, o: RevealOptions, format: MxFormat) -> R
 
 fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Revealed, RevealError> {
     check_options(&o, mx.is_some())?;
-    let codes = match mx {
-        None => None,
-        Some(f) => Some(MxCodes::of(f).ok_or_else(|| {
-            RevealError::Options(format!("MX format {}: +1, -1 and 0 are not all codes", f.name()))
-        })?),
-    };
+    let codes =
+        match mx {
+            None => None,
+            Some(f) => Some(MxCodes::of(f).ok_or_else(|| {
+                RevealError::Options(format!("MX format {}: +1, -1 and 0 are not all codes", f.name()))
+            })?),
+        };
     let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
     let (lo, hi, scheme) = magnitudes(o.input, mx.is_some());
     let mut pr = Prober {
@@ -1129,7 +1134,11 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
             Child::Node(nodes.len() - 1)
         }
     };
-    let shape = Shape { k: kl, nodes, root: Some(root) };
+    let shape = Shape {
+        k: kl,
+        nodes,
+        root: Some(root),
+    };
     // every requested probe's answers (tallied) and the sample of the
     // others against the recovered tree
     let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, kl, pr.window);
@@ -1140,7 +1149,11 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         t.first.len(),
     );
     // the order: shape-matching candidates told apart by their bytes
-    let inputs = if mx.is_some() { Inputs::Mx } else { Inputs::of_type(o.input) };
+    let inputs = if mx.is_some() {
+        Inputs::Mx
+    } else {
+        Inputs::of_type(o.input)
+    };
     let family = candidates::family(inputs, o.k);
     let canon = shape.canonical();
     let shape_matches: Vec<Order> = family
@@ -1160,7 +1173,11 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     let mut verified_elements = 0;
     if !shape_matches.is_empty() {
         let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
-        let pick = |out: &[f32]| -> Vec<f32> { rows.iter().flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec()).collect() };
+        let pick = |out: &[f32]| -> Vec<f32> {
+            rows.iter()
+                .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
+                .collect()
+        };
         let cands: Vec<candidates::Candidate> = shape_matches
             .iter()
             .map(|&order| candidates::Candidate {
@@ -1181,9 +1198,11 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     b_layout: BLayout::Kn,
                 };
                 pr.launches += 1;
-                let out = subject
-                    .run(&p, None)
-                    .map_err(|e| RevealError::Subject { failed: 1, launches: 1, first: e.to_string() })?;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
                 let observed = pick(&out);
                 verified_elements = observed.len();
                 identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
@@ -1192,17 +1211,27 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                 let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
                 let (cb, sb) = random_mx(f, o.k, o.n, true, o.seed ^ 0xB0B);
                 let p = Problem {
-                    a: Matrix::Mx { codes: &ca, scales: &sa, format: f },
-                    b: Matrix::Mx { codes: &cb, scales: &sb, format: f },
+                    a: Matrix::Mx {
+                        codes: &ca,
+                        scales: &sa,
+                        format: f,
+                    },
+                    b: Matrix::Mx {
+                        codes: &cb,
+                        scales: &sb,
+                        format: f,
+                    },
                     m: o.m,
                     n: o.n,
                     k: o.k,
                     b_layout: BLayout::Kn,
                 };
                 pr.launches += 1;
-                let out = subject
-                    .run(&p, None)
-                    .map_err(|e| RevealError::Subject { failed: 1, launches: 1, first: e.to_string() })?;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
                 let observed = pick(&out);
                 verified_elements = observed.len();
                 identify(&p, &rows, &observed, &cands, IdentifyOptions::default())

@@ -182,7 +182,10 @@ impl fmt::Display for Revealed {
             Scheme::Diagonal => "diagonal",
         };
         let inputs = match self.mx {
-            Some(f) => format!("{} inputs, one unit per block of 32, the large values in the scales", f.name()),
+            Some(f) => format!(
+                "{} inputs, one unit per block of 32, the large values in the scales",
+                f.name()
+            ),
             None => format!("{} inputs", self.input.name()),
         };
         writeln!(
