@@ -351,10 +351,10 @@ impl Case {
         if self.positions.is_some()
             && !families
                 .iter()
-                .any(|f| matches!(f, Family::Content | Family::Batch | Family::Position))
+                .any(|f| matches!(f, Family::Content | Family::Batch | Family::Position | Family::Anchor | Family::Rank))
         {
             return Err(format!(
-                "positions are given but no family uses them (families [{}]; positions apply to content, batch and position)",
+                "positions are given but no family uses them (families [{}]; positions apply to content, batch, position, anchor and rank)",
                 names(&families)
             ));
         }
