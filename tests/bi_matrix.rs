@@ -79,11 +79,16 @@ fn seed000_flags_its_vacuity_probes_vacuous_and_their_neighbours_not() {
         for c in &r.cells {
             let probe = c.inputs == Some(Draw::Unit);
             assert_eq!(probe, c.id.contains("/inputs=unit/"), "{}", c.id);
-            let id_id = c.knobs.x1_scales == Some(ScaleKind::Identity) && c.knobs.x2_scales == Some(ScaleKind::Identity);
+            let id_id =
+                c.knobs.x1_scales == Some(ScaleKind::Identity) && c.knobs.x2_scales == Some(ScaleKind::Identity);
             // (ID, ID) in one binade: every partial sum is exact, the
             // contrast orders agree, a pass proves nothing; with VAR scales
             // (the subject's own) or the usual inputs a pass counts
-            let want = if probe && id_id { Verdict::Vacuous } else { Verdict::Pass };
+            let want = if probe && id_id {
+                Verdict::Vacuous
+            } else {
+                Verdict::Pass
+            };
             assert_eq!(c.verdict, want, "{preset} {}: {:?}", c.id, c.reason);
             if want == Verdict::Vacuous {
                 assert!(c.reason.as_deref().unwrap().contains("no order change could show"));
@@ -324,7 +329,13 @@ fn te_anchor_and_edges_follow_the_subject() {
     }
     // 6 M x 3 positions, but at M = 2 mid and last are one row
     assert_eq!(r.cells.len(), 17);
-    let rows_at = |m: usize| r.cells.iter().filter(|c| c.m == m).map(|c| c.row.as_str()).collect::<Vec<_>>();
+    let rows_at = |m: usize| {
+        r.cells
+            .iter()
+            .filter(|c| c.m == m)
+            .map(|c| c.row.as_str())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(rows_at(2), ["0", "mid"]);
     assert_eq!(rows_at(257), ["0", "mid", "last"]);
     // the failing mid and last cells name the row where it sat in the batch

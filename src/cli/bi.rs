@@ -40,8 +40,8 @@ pub struct RunArgs {
     /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
-    /// A built-in matrix instead of --family/--m/--k/--n: seed000,
-    /// te-anchor, edges (one subject per cell setting).
+    /// A built-in matrix instead of --family/--m/--k/--n: seed000 (one
+    /// subject per cell setting), te-anchor, edges (docs/BI.md).
     #[arg(long, conflicts_with_all = ["case", "vs", "family", "k", "n", "rows", "input"])]
     pub matrix: Option<String>,
     /// Run only shard i of n (0-based): the cells whose index in the whole
@@ -52,7 +52,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
-    /// repeat, switch.
+    /// repeat, switch, rank, anchor.
     #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
@@ -68,7 +68,9 @@ pub struct RunArgs {
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
     #[arg(long, value_delimiter = ',')]
     pub rows: Vec<String>,
-    /// Input element type (default: what the model's order reads; else f32).
+    /// Input element type (default: what the subject reads, e.g. a model's
+    /// order or a bf16 library call; an `exec:` runner is told the other
+    /// subject's; else f32).
     #[arg(long)]
     pub input: Option<String>,
     #[arg(long, default_value_t = 1)]
