@@ -135,7 +135,7 @@ fn thousands(n: usize) -> String {
     let d = n.to_string();
     let mut s = String::new();
     for (i, ch) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i) % 3 == 0 {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
             s.push(',');
         }
         s.push(ch);
