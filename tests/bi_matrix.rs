@@ -250,7 +250,7 @@ fn te_anchor_and_edges_follow_the_subject() {
 fn preset_table() -> String {
     let fams = [Family::Content, Family::Position, Family::Rank];
     let mut s = String::from("| preset | content | position | rank |\n|---|---|---|---|\n");
-    for preset in ["agmm-v2-prefix", "agmm-v2-coupled", "agmm-v2-fixed"] {
+    for preset in ["agmm-v2-prefix", "agmm-v2-kloop", "agmm-v2-coupled", "agmm-v2-fixed"] {
         let r = run(preset, &[rank_job(4, ScaleKind::Varying, ScaleKind::Varying, &fams)]);
         assert!(r.summary.valid);
         s.push_str(&format!("| `{preset}` |"));
@@ -291,7 +291,7 @@ fn the_preset_table_in_docs_ops_is_what_the_checker_finds() {
 fn op_subjects_answer_what_the_op_model_outputs() {
     use mxbi::gemm::{BLayout, Matrix, Problem};
     use mxbi::op::{generate, run_op, GenOpts, OpSpec, TensorValues, X2Scales};
-    for preset in ["agmm-v2-prefix", "agmm-v2-coupled", "agmm-v2-fixed"] {
+    for preset in ["agmm-v2-prefix", "agmm-v2-kloop", "agmm-v2-coupled", "agmm-v2-fixed"] {
         for ws in [2usize, 4] {
             let spec = OpSpec::from_value(
                 serde_json::json!({"preset": preset, "world_size": ws, "m_per_rank": 3, "k": 128, "n": 16}),

@@ -22,6 +22,9 @@ pub enum OpCommand {
     /// Where each mechanism preset's LOCAL vs GATHER difference is visible,
     /// per x1/x2 scale combination (the exactness analysis, docs/OPS.md).
     Visibility(explain::VisibilityArgs),
+    /// Compare every rank's copy of one all-gather row; on a difference,
+    /// name the first diverging node from the op provenance records.
+    Check(explain::CheckArgs),
 }
 
 #[derive(Args, Debug)]
@@ -63,6 +66,7 @@ pub fn run(c: OpCommand) -> Result<Outcome> {
         OpCommand::Run(a) => run_spec(a).map(|_| Outcome::Held),
         OpCommand::Explain(a) => explain::explain(a),
         OpCommand::Visibility(a) => explain::visibility(a),
+        OpCommand::Check(a) => explain::check(a),
     }
 }
 

@@ -14,6 +14,7 @@
 pub mod agmm;
 pub mod check;
 pub mod coupling;
+pub mod divergence;
 pub mod generate;
 pub mod hypotheses;
 pub mod moe;

@@ -7,6 +7,7 @@ use super::super::{CliError, Outcome, Result};
 use crate::device::capture::Capture;
 use crate::device::collective::CollectiveReport;
 use crate::device::conform::row_digest;
+use crate::op::divergence::explain_diff;
 use crate::op::hypotheses::{rank_mechanisms, Observed, Ranking};
 use crate::op::{agmm, visibility, GenOpts, OpSpec, RankOutput};
 use clap::Args;
@@ -47,6 +48,26 @@ pub struct VisibilityArgs {
     /// Seed of the generated inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Spec JSON (a full spec or a preset with overrides).
+    pub spec: PathBuf,
+    /// Inputs: a directory of NAME.npy files or one .safetensors file.
+    #[arg(long, conflicts_with = "generate")]
+    pub inputs: Option<PathBuf>,
+    /// Generate the inputs from this seed.
+    #[arg(long)]
+    pub generate: Option<u64>,
+    /// x2 scales of generated inputs: identity, k-constant, k-varying.
+    #[arg(long, default_value = "identity")]
+    pub x2_scales: String,
+    /// The logical (global) row whose copies are compared.
+    #[arg(long)]
+    pub row: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -185,4 +206,45 @@ pub fn visibility(a: VisibilityArgs) -> Result<Outcome> {
         out!("{}", visibility::table(&v));
     }
     Ok(Outcome::Held)
+}
+
+/// `mxbi op check`: every copy of one logical row (the op checker's rank
+/// check); a failing cell is explained from the provenance records.
+pub fn check(a: CheckArgs) -> Result<Outcome> {
+    let text = std::fs::read_to_string(&a.spec).map_err(|e| CliError(format!("{}: {e}", a.spec.display())))?;
+    let spec = OpSpec::from_json(&text)?;
+    let inputs = match (&a.inputs, a.generate) {
+        (Some(p), _) => super::load_inputs(p)?,
+        (None, Some(seed)) => crate::op::generate(&spec, &GenOpts::new(seed).x2(super::parse_x2_scales(&a.x2_scales)?)),
+        (None, None) => return Err(CliError("give --inputs PATH or --generate SEED".into())),
+    };
+    let out = crate::op::run_op(&spec, &inputs)?;
+    if out.locations(a.row).is_empty() {
+        return Err(CliError(format!("row {} is not an output row of this op", a.row)));
+    }
+    let v = crate::op::check::cross_rank(&out, a.row);
+    let div = match &v {
+        crate::op::Verdict::Fail(d) => Some((d.elements, explain_diff(&spec, Some(&inputs), d)?)),
+        _ => None,
+    };
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "row": a.row,
+                "verdict": v.name(),
+                "elements_differ": div.as_ref().map(|d| d.0),
+                "divergence": div.as_ref().map(|d| &d.1),
+            }))?
+        );
+    } else {
+        match &div {
+            None => outln!("row {}: {} (every copy has the same bytes)", a.row, v.name()),
+            Some((n, d)) => {
+                outln!("row {}: {} ({n} elements differ)", a.row, v.name());
+                out!("{d}");
+            }
+        }
+    }
+    Ok(if v.passed() { Outcome::Held } else { Outcome::Failed })
 }
