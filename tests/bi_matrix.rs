@@ -351,8 +351,11 @@ fn op_subjects_answer_what_the_op_model_outputs() {
                         .any(|(a, b)| a.to_bits() != b.to_bits());
                 }
             }
-            // the comparison can fail: the two-path presets' ranks disagree here
-            assert_eq!(differs, preset != "agmm-v2-fixed", "{preset} ws {ws}");
+            // the comparison can fail: the two-path presets' ranks disagree
+            // here, except kloop's: at K = 128 its GATHER k-tile of 128 is the
+            // whole K, one tree with LOCAL's carried chain
+            let one_tree = preset == "agmm-v2-fixed" || preset == "agmm-v2-kloop";
+            assert_eq!(differs, !one_tree, "{preset} ws {ws}");
             let e = s.run_on_rank(&p, ws, Some(&[0])).unwrap_err().to_string();
             assert!(e.contains("rank"), "{e}");
         }

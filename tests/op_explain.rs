@@ -128,7 +128,11 @@ fn with_identity_x2_scales_the_ranking_cannot_tell_the_scale_point_split_from_on
     let out = run_op(&spec, &inp).unwrap();
     let ops = agmm::read(&s, &inp).unwrap();
     let r = rank_mechanisms(&s, &ops, &Observed::Rows(&out.per_rank)).unwrap();
-    assert_eq!(r.supported, vec![Hypothesis::OnePath, Hypothesis::ScalePointSplit], "{r}");
+    assert_eq!(
+        r.supported,
+        vec![Hypothesis::OnePath, Hypothesis::ScalePointSplit],
+        "{r}"
+    );
     assert_eq!(r.verdict(), None);
     assert!(r.to_string().contains("cannot tell apart one-path, scale-point-split"));
 }
@@ -293,13 +297,34 @@ fn op_check_exits_1_and_explains_a_failing_row() {
     let spec = tmp.join("kloop.json");
     std::fs::write(&spec, r#"{"preset": "agmm-v2-kloop"}"#).unwrap();
     let s = spec.to_str().unwrap();
-    let o = mxbi(&["op", "check", s, "--generate", "9", "--x2-scales", "k-varying", "--row", "5", "--json"]);
+    let o = mxbi(&[
+        "op",
+        "check",
+        s,
+        "--generate",
+        "9",
+        "--x2-scales",
+        "k-varying",
+        "--row",
+        "5",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["verdict"], "BI_FAIL");
     assert_eq!(v["divergence"]["nodes"][0]["kind"], "order");
     std::fs::write(&spec, r#"{"preset": "agmm-v2-fixed"}"#).unwrap();
-    let o = mxbi(&["op", "check", s, "--generate", "9", "--x2-scales", "k-varying", "--row", "5"]);
+    let o = mxbi(&[
+        "op",
+        "check",
+        s,
+        "--generate",
+        "9",
+        "--x2-scales",
+        "k-varying",
+        "--row",
+        "5",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let o = mxbi(&["op", "check", s, "--generate", "9", "--row", "99"]);
     assert_eq!(o.status.code(), Some(2));

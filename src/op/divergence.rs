@@ -140,10 +140,13 @@ fn x1_row(s: &AgmmSpec, path: &PathSpec, o: &Operands, g: usize) -> Result<Vec<(
 /// The first K-block where two views of an operand differ: (block, values
 /// differing in it, left scale, right scale).
 fn first_block(a: &[(f64, u8)], b: &[(f64, u8)]) -> Option<(usize, usize, u8, u8)> {
-    a.chunks(MX_BLOCK).zip(b.chunks(MX_BLOCK)).enumerate().find_map(|(blk, (x, y))| {
-        let d = x.iter().zip(y).filter(|(p, q)| p.0.to_bits() != q.0.to_bits()).count();
-        (d > 0).then(|| (blk, d, x[0].1, y[0].1))
-    })
+    a.chunks(MX_BLOCK)
+        .zip(b.chunks(MX_BLOCK))
+        .enumerate()
+        .find_map(|(blk, (x, y))| {
+            let d = x.iter().zip(y).filter(|(p, q)| p.0.to_bits() != q.0.to_bits()).count();
+            (d > 0).then(|| (blk, d, x[0].1, y[0].1))
+        })
 }
 
 fn pow(s: u8) -> String {
@@ -213,7 +216,11 @@ pub fn diverge(
                 let shard = b.global_row / s.m_per_rank;
                 let read = |p: &RowProvenance, path: &PathSpec, x: u8| {
                     if path.x1_requant.is_some() {
-                        format!("{} reads it at scale {} (the largest over the rows of shard {shard})", side(p), pow(x))
+                        format!(
+                            "{} reads it at scale {} (the largest over the rows of shard {shard})",
+                            side(p),
+                            pow(x)
+                        )
                     } else {
                         format!("{} at its own scale {}", side(p), pow(x))
                     }
@@ -275,10 +282,14 @@ pub fn diverge(
                     td.right_at.as_ref().map_or("nothing".into(), |l| l.to_string())
                 ),
             });
-            let schedule = td
-                .mechanisms
-                .iter()
-                .all(|m| !matches!(m, crate::explain::Mechanism::Family { .. } | crate::explain::Mechanism::ScalePoint { .. } | crate::explain::Mechanism::Output { .. }));
+            let schedule = td.mechanisms.iter().all(|m| {
+                !matches!(
+                    m,
+                    crate::explain::Mechanism::Family { .. }
+                        | crate::explain::Mechanism::ScalePoint { .. }
+                        | crate::explain::Mechanism::Output { .. }
+                )
+            });
             mechanism.push(format!(
                 "{}: {} runs {}, {} runs {}; {}",
                 if schedule {
@@ -369,7 +380,10 @@ impl fmt::Display for OpDivergence {
                 p.row,
                 p.path.to_uppercase(),
                 p.order,
-                p.scale_point.as_ref().map(|s| format!(", x2 scales at {s}")).unwrap_or_default()
+                p.scale_point
+                    .as_ref()
+                    .map(|s| format!(", x2 scales at {s}"))
+                    .unwrap_or_default()
             )
         };
         writeln!(f, "{} vs {}:", desc(&self.left), desc(&self.right))?;
