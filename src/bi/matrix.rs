@@ -29,6 +29,7 @@
 //! Inputs are drawn in the matrix's type unless the subject declares a
 //! narrower one ([`Subject::input`] other than f32), which then wins.
 
+use super::content::Content;
 use super::edge_ms;
 use super::family::{Family, RowPos};
 use super::report::Report;
@@ -178,7 +179,7 @@ pub fn run_matrix(
             j.opts.input = t;
         }
     }
-    run_jobs(&resolved, &built, None, shard, progress)
+    run_jobs(&resolved, &built, None, shard, Content::default(), progress)
 }
 
 /// The engine under [`super::check`] and [`run_matrix`].
@@ -187,6 +188,7 @@ pub(super) fn run_jobs<'a>(
     factory: &dyn Fn(&Knobs) -> Result<Held<'a>, String>,
     vs: Option<&dyn Subject>,
     shard: Option<(usize, usize)>,
+    content: Content,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Report, String> {
     if jobs.is_empty() {
@@ -239,8 +241,8 @@ pub(super) fn run_jobs<'a>(
     for (done, &x) in selected.iter().enumerate() {
         let (ji, plan) = &all[x];
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
-            session = Some(Session::new(&job.opts));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, content)) {
+            session = Some(Session::new(&job.opts, content));
         }
         let s = session.as_mut().expect("set above");
         cells.push(run_plan(
@@ -264,8 +266,8 @@ pub(super) fn run_jobs<'a>(
             continue;
         };
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
-            session = Some(Session::new(&job.opts));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, content)) {
+            session = Some(Session::new(&job.opts, content));
         }
         let ws = subjects[&job.knobs].get().world_size();
         controls.push(control(plan, session.as_mut().expect("set above"), &job.opts, ws)?);

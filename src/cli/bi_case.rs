@@ -6,7 +6,7 @@
 use super::bi::parse_subject;
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
-use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
+use crate::bi::{case_schema, check_content, Case, CaseInfo, MAX_CASE_BYTES};
 use std::path::Path;
 
 /// A subject spec with a relative `dispatch:` path resolved against the
@@ -39,7 +39,19 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
     let base = path.parent().unwrap_or(Path::new(""));
-    let subject = parse_subject(&resolve_spec(&case.subject, base))?;
+    let subject = match case.knobs.filter(|k| !k.is_empty()) {
+        None => parse_subject(&resolve_spec(&case.subject, base))?,
+        Some(k) => {
+            let s = super::subjects::subject_from_spec(&resolve_spec(&case.subject, base), &k)
+                .map_err(|e| CliError(format!("{name}: knobs: {e}")))?;
+            super::bi::ParsedSubject {
+                input: s.input(),
+                boundaries: s.m_boundaries(),
+                subject: s,
+                kept: None,
+            }
+        }
+    };
     let vs = case
         .vs
         .as_deref()
@@ -51,10 +63,11 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let acc = case.standard.as_ref().and_then(|s| s.acc.as_deref());
     let acc_standard = acc.map(|a| super::accuracy::case_standard(&name, a)).transpose()?;
     let pb = progress_bar();
-    let report = check(
+    let report = check_content(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
+        case.content.unwrap_or_default(),
         &tick(&pb),
     );
     pb.finish_and_clear();
