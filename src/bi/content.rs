@@ -172,16 +172,12 @@ impl Layout {
 
     /// The largest finite value of the type, with a sign.
     fn max(&self, sign: bool) -> f32 {
-        let top = (1u32 << self.ebits) - 1;
-        for biased in (1..=top).rev() {
-            for mant in (0..1u32 << self.mbits).rev() {
-                let v = self.decode(self.code(sign, biased, mant));
-                if v.is_finite() {
-                    return v;
-                }
-            }
+        let m = self.ty.format().map_or(f32::MAX, |f| f.max_value() as f32);
+        if sign {
+            -m
+        } else {
+            m
         }
-        0.0
     }
 }
 

@@ -9,7 +9,7 @@
 use super::case::FuzzCase;
 use super::strategy::Draw;
 use super::FuzzError;
-use crate::bi::{Cell, Family};
+use crate::bi::{Cell, Family, RowPos};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;
 
@@ -131,6 +131,14 @@ impl<'a> Shrinker<'a> {
         }
         best = self.search(best, 1, k_step, |c| c.k, &|c, v| c.k = v)?;
         best = self.search(best, 1, 1, |c| c.n, &|c, v| c.n = v)?;
+        // the first row, when it fails too (e.g. `mid` of a batch of 1 is row 0)
+        if best.0.row != RowPos::Index(0) {
+            let mut cand = best.0.clone();
+            cand.row = RowPos::Index(0);
+            if let Some(cell) = self.fails(&cand)? {
+                best = (cand, cell);
+            }
+        }
         // fewest non-zero entries per row of A
         if best.0.content.nonzero.is_none() {
             let mut cand = best.0.clone();
