@@ -82,9 +82,9 @@ impl<'a> Shrinker<'a> {
         Ok(best)
     }
 
-    /// The smallest value in `lo..=cur` (multiples of `step` when `step` >
-    /// 1) for which the case still fails, by binary search from `cur`
-    /// (which fails), assuming the value below `lo` passes.
+    /// The smallest value in `lo..=cur` (multiples of `step` when `step`
+    /// is above one) for which the case still fails, by binary search from
+    /// `cur` (which fails), assuming the value below `lo` passes.
     fn search(
         &mut self,
         best: Best,
