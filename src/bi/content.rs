@@ -10,8 +10,9 @@
 //!   value itself. Classes: `plain` (exponents within +-8 of 1),
 //!   `wide-exponents` (the type's range, at most +-60 so products stay
 //!   finite in f32), `cancellation` (A's odd entries are the negated even
-//!   ones with their low significand bits redrawn, B's odd rows copy the
-//!   even rows: pairs of products nearly cancel), `subnormals` (a third of
+//!   ones with their low significand bits redrawn within `mant_bits`, B's
+//!   odd rows copy the even rows: pairs of products nearly cancel),
+//!   `subnormals` (a third of
 //!   the values subnormal, a third at the bottom of the normal range),
 //!   `specials` (about one value in 32 is +-0, +-Inf, NaN or +-max; Inf
 //!   becomes max in a type without Inf), `k-scaled` (every 32-element block
@@ -355,7 +356,8 @@ impl Drawer {
             },
         };
         let low = (l.mbits / 3).max(1);
-        let flipped = code ^ (1 << (l.ebits + l.mbits)) ^ (r.next_u32() & ((1 << low) - 1));
+        // the redrawn bits respect `mant_bits` (none with 0: exact negation)
+        let flipped = code ^ (1 << (l.ebits + l.mbits)) ^ self.mask(r.next_u32() & ((1 << low) - 1));
         let v = l.decode(flipped);
         if v.is_finite() {
             v
