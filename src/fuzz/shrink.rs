@@ -211,6 +211,7 @@ mod tests {
             row: "0".into(),
             rank: None,
             knobs: Knobs::default(),
+            inputs: None,
             path: None,
             verdict: Verdict::Fail,
             diff: RowDiff::default(),
