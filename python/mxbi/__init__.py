@@ -7,6 +7,7 @@ The calls a user starts with::
     codes, scales = mxbi.quantize(x, format="mxfp8-e4m3", preset="ocp")
     report = mxbi.bi.check(fn, families=["batch"], k=1024, n=64)
     report.passed, report.cells, str(report)
+    found = mxbi.fuzz(fn, max_cases=200)        # search + shrink: found.failure.m, .case
 
 Every function takes numpy arrays or anything with ``__array__``/DLPack
 (torch tensors too; see :mod:`mxbi.torch` for kernels that run on a GPU) and
@@ -52,6 +53,8 @@ __all__ = [
     "diverge",
     "accuracy",
     "AccuracyReport",
+    "fuzz",
+    "FuzzResult",
 ]
 
 
@@ -366,3 +369,4 @@ def accuracy(
 
 from . import bi, explain  # noqa: E402  (they import the names above)
 from .explain import diverge, reveal  # noqa: E402
+from .fuzzing import FuzzResult, fuzz  # noqa: E402

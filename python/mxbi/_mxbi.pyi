@@ -10,7 +10,7 @@ __version__: str
 __all__ = [
     "__version__", "MxbiError", "formats", "value_table", "cast", "decode", "quantize", "dequantize", "Order", "Tree",
     "presets", "gemm", "trace", "check", "RawReport", "edge_ms", "reveal", "diverge", "accuracy",
-    "Revealed", "AccuracyReport",
+    "Revealed", "AccuracyReport", "fuzz", "check_case", "FuzzOutcome",
 ]
 
 class MxbiError(ValueError):
@@ -196,3 +196,36 @@ def accuracy(
     atol: Optional[float] = None,
 ) -> AccuracyReport: ...
 def edge_ms(boundaries: Sequence[int]) -> List[int]: ...
+
+@final
+class FuzzOutcome:
+    """What :func:`fuzz` found: ``fuzz.json``, ``minimal.json`` and the minimal case's setting."""
+
+    def summary_json(self) -> str: ...
+    def minimal_json(self) -> Optional[str]: ...
+    def setting_json(self) -> Optional[str]: ...
+
+def fuzz(
+    subject: object,
+    families: List[str] = ...,
+    classes: List[str] = ...,
+    budget: float = 60.0,
+    max_cases: Optional[int] = None,
+    seed: int = 1,
+    out: Optional[str] = None,
+    corpus: Optional[str] = None,
+    input: Optional[str] = None,
+    max_m: int = 513,
+    max_k: int = 4096,
+    max_n: int = 64,
+    max_shrink_runs: int = 400,
+    k_boundaries: List[int] = ...,
+    name: Optional[str] = None,
+    timeout: Optional[float] = None,
+) -> FuzzOutcome: ...
+def check_case(
+    case: str,
+    subject: object = None,
+    name: Optional[str] = None,
+    timeout: Optional[float] = None,
+) -> RawReport: ...

@@ -5,6 +5,9 @@ A kernel test reads::
     def test_my_kernel_is_batch_invariant(mxbi_bi):
         mxbi_bi.check(my_kernel, families=["batch", "position"], k=4096, n=512)
 
+``mxbi_bi.fuzz(fn, max_cases=200, ...)`` takes :func:`mxbi.fuzz`'s
+arguments and fails the test with the minimal failing case if it finds one.
+
 ``mxbi_bi.check`` takes :func:`mxbi.bi.check`'s arguments and returns its
 report; when the check does not pass, the test fails with the CLI's summary
 (the cells that did not pass, with their first differing bytes) and the
@@ -95,6 +98,26 @@ class BiChecker:
                 msg += ["", f"JSON report: {path}"]
             pytest.fail("\n".join(msg), pytrace=False)
         return report
+
+    def fuzz(self, fn: Any, **kwargs: Any) -> Any:
+        """Runs :func:`mxbi.fuzz`; fails the test with the minimal failing
+        case (its setting, the explanation and the case file) if it finds one."""
+        import mxbi
+
+        result = mxbi.fuzz(fn, **kwargs)
+        self._record("mxbi_fuzz", f"seed {result.seed}, {result.cases_tried} cases")
+        f = result.failure
+        if f is not None:
+            msg = [
+                f"mxbi: fuzzing {result.subject} found a batch-invariance failure "
+                f"(seed {result.seed}, {result.cases_tried} cases)",
+                f"minimal case: {f.describe}",
+                *f.explanation,
+                "",
+                f.case_json.rstrip("\n"),
+            ]
+            pytest.fail("\n".join(msg), pytrace=False)
+        return result
 
     def _explain(self, fn: Any, report: Any) -> Optional[str]:
         if not self.explain or not any(c.verdict == "BI_FAIL" for c in report.cells):

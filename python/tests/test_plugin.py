@@ -63,3 +63,23 @@ def test_the_plugin_is_registered_by_its_entry_point(pytester):
     result.assert_outcomes(passed=1)
     help_text = pytester.runpytest_subprocess("--help").stdout.str()
     assert "--mxbi-report=DIR" in help_text
+
+
+FUZZ_KERNELS = KERNELS.split("def test_invariant")[0] + '''
+def test_fuzz_invariant(mxbi_bi):
+    assert mxbi_bi.fuzz(muladd, max_cases=10, max_m=32, max_k=32, max_n=4).passed
+
+def test_fuzz_split(mxbi_bi):
+    mxbi_bi.fuzz(split_k_by_m, seed=3, max_cases=200, families=["batch"], max_m=32, max_k=32, max_n=4)
+'''
+
+
+def test_the_fixture_fuzzes_and_fails_with_the_minimal_case(pytester):
+    pytester.makepyfile(test_fuzzing=FUZZ_KERNELS)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*mxbi: fuzzing python:split_k_by_m found a batch-invariance failure (seed 3, * cases)",
+        "minimal case: batch m=5 (baseline *",
+        '*"schema": "mxbi-bi-case/1"*',
+    ])

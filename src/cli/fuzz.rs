@@ -96,14 +96,17 @@ struct FailureSummary<'a> {
 }
 
 /// The subject, its K boundaries and the knob settings drawn.
-struct Target {
-    subject: Box<dyn Subject>,
-    k_boundaries: Vec<usize>,
-    knobs: Vec<Knobs>,
-    k_multiple: usize,
+pub struct Target {
+    pub subject: Box<dyn Subject>,
+    pub k_boundaries: Vec<usize>,
+    pub knobs: Vec<Knobs>,
+    pub k_multiple: usize,
 }
 
-fn target(spec: &str, input: Option<InType>, timeout: f64) -> Result<Target> {
+/// The subject a `--subject` spec names, with what the fuzzer draws for it
+/// (`exec:` runners get `input` and `timeout` seconds; `dump:` is refused).
+/// The Python binding's `fuzz` shares it.
+pub fn target(spec: &str, input: Option<InType>, timeout: f64) -> Result<Target> {
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     let mut t = Target {
         subject: match kind {
@@ -231,26 +234,9 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
         secs,
         rate
     );
-    let summary = |failure| Summary {
-        schema: "mxbi-fuzz/1",
-        subject: name.to_string(),
-        seed: o.seed,
-        cases_tried: o.cases_tried,
-        cases_skipped: o.cases_skipped,
-        corpus_replayed: o.corpus_replayed,
-        first_error: o.first_error.as_deref(),
-        failure,
-    };
     let Some(f) = &o.failure else {
-        if o.cases_tried > 0 && o.cases_skipped == o.cases_tried {
-            return Err(CliError(format!(
-                "{name}: no case could run ({}); nothing was checked",
-                o.first_error.as_deref().unwrap_or("every drawn case had no cell")
-            )));
-        }
-        let mut text = serde_json::to_string_pretty(&summary(None)).expect("a summary serialises");
-        text.push('\n');
-        write_file(&a.out.join("fuzz.json"), &text)?;
+        something_ran(name, o)?;
+        write_files(&a.out, name, o)?;
         outln!("no failure (seed {}, {} cases)", o.seed, o.cases_tried);
         return Ok(Outcome::Held);
     };
@@ -283,30 +269,73 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
     for l in &f.explanation {
         outln!("{l}");
     }
-    let mut file = f.file.clone();
-    file.subject = relative_spec(&file.subject, &a.out);
-    let mut text = serde_json::to_string_pretty(&file).expect("a case serialises");
-    text.push('\n');
-    if text.len() as u64 > MAX_CASE_BYTES {
-        return Err(CliError(format!("the minimal case exceeds {MAX_CASE_BYTES} bytes")));
-    }
     let minimal = a.out.join("minimal.json");
-    write_file(&minimal, &text)?;
-    let fs = FailureSummary {
-        from_corpus: f.from_corpus.as_ref().map(|p| p.display().to_string()),
-        found: f.found.describe(),
-        minimal: f.case.describe(),
-        shrink_runs: f.shrink_runs,
-        cell: &f.cell,
-        explanation: &f.explanation,
-    };
-    let mut s = serde_json::to_string_pretty(&summary(Some(fs))).expect("a summary serialises");
-    s.push('\n');
-    write_file(&a.out.join("fuzz.json"), &s)?;
+    write_files(&a.out, name, o)?;
     outln!(
         "minimal case: {} (replay: mxbi bi run {})",
         minimal.display(),
         minimal.display()
     );
     Ok(Outcome::Failed)
+}
+
+/// Err when a run without a failure could run no case at all (every
+/// drawn case had no cell or only ERROR cells): nothing was checked.
+pub fn something_ran(name: &str, o: &FuzzOutcome) -> Result<()> {
+    if o.failure.is_none() && o.cases_tried > 0 && o.cases_skipped == o.cases_tried {
+        return Err(CliError(format!(
+            "{name}: no case could run ({}); nothing was checked",
+            o.first_error.as_deref().unwrap_or("every drawn case had no cell")
+        )));
+    }
+    Ok(())
+}
+
+/// `fuzz.json` (what the run did, no times) for a subject named `name`.
+pub fn summary_json(name: &str, o: &FuzzOutcome) -> String {
+    let failure = o.failure.as_ref().map(|f| FailureSummary {
+        from_corpus: f.from_corpus.as_ref().map(|p| p.display().to_string()),
+        found: f.found.describe(),
+        minimal: f.case.describe(),
+        shrink_runs: f.shrink_runs,
+        cell: &f.cell,
+        explanation: &f.explanation,
+    });
+    let s = Summary {
+        schema: "mxbi-fuzz/1",
+        subject: name.to_string(),
+        seed: o.seed,
+        cases_tried: o.cases_tried,
+        cases_skipped: o.cases_skipped,
+        corpus_replayed: o.corpus_replayed,
+        first_error: o.first_error.as_deref(),
+        failure,
+    };
+    let mut text = serde_json::to_string_pretty(&s).expect("a summary serialises");
+    text.push('\n');
+    text
+}
+
+/// `minimal.json` (`mxbi-bi-case/1`) of a failure, its subject's paths
+/// relative to the folder `out` it is written into; None: no failure.
+pub fn minimal_json(o: &FuzzOutcome, out: &Path) -> Result<Option<String>> {
+    let Some(f) = &o.failure else {
+        return Ok(None);
+    };
+    let mut file = f.file.clone();
+    file.subject = relative_spec(&file.subject, out);
+    let mut text = serde_json::to_string_pretty(&file).expect("a case serialises");
+    text.push('\n');
+    if text.len() as u64 > MAX_CASE_BYTES {
+        return Err(CliError(format!("the minimal case exceeds {MAX_CASE_BYTES} bytes")));
+    }
+    Ok(Some(text))
+}
+
+/// Writes `OUT/minimal.json` (on a failure), then `OUT/fuzz.json`.
+pub fn write_files(out: &Path, name: &str, o: &FuzzOutcome) -> Result<()> {
+    if let Some(text) = minimal_json(o, out)? {
+        write_file(&out.join("minimal.json"), &text)?;
+    }
+    write_file(&out.join("fuzz.json"), &summary_json(name, o))
 }

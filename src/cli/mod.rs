@@ -28,7 +28,7 @@ mod bi_report;
 mod demo;
 mod device;
 mod explain;
-mod fuzz;
+pub mod fuzz;
 mod gemm;
 mod mx_table;
 mod op;
