@@ -154,7 +154,8 @@ def fuzz(
     first one found, as ``mxbi fuzz``.
 
     ``families``: content, batch, position, permutation, repeat, rank
-    (default: content, batch, position; rank too for multi-rank subjects).
+    (default: content, batch, position, permutation; rank too for
+    multi-rank subjects).
     ``classes``: content classes to draw (plain, k-scaled, wide-exponents,
     cancellation, subnormals, specials; default: all). ``budget``: seconds
     for new cases (shrinking comes on top); ``max_cases``: most new cases

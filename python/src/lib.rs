@@ -1059,8 +1059,8 @@ impl PyFuzzOutcome {
 fn seconds(what: &str, x: f64, max: f64, zero_ok: bool) -> PyResult<std::time::Duration> {
     let ok = if zero_ok { x >= 0.0 } else { x > 0.0 };
     if !(ok && x <= max) {
-        let range = if zero_ok { "0 or more" } else { "in (0, 86400]" };
-        return Err(err(format!("{what} {x}: expected seconds, {range}")));
+        let range = if zero_ok { ", 0 or more" } else { " in (0, 86400]" };
+        return Err(err(format!("{what} {x}: expected seconds{range}")));
     }
     Ok(std::time::Duration::from_secs_f64(x))
 }
