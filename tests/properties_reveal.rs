@@ -1,0 +1,81 @@
+//! Property suite: reveal recovers the generating order. For random orders
+//! of the families reveal searches (fma/muladd with contiguous or
+//! interleaved splits, fresh tiles, GEMV lanes, serial/pairwise/butterfly
+//! reductions, output formats; tensor-core steps in bf16/f16/FP8), small K,
+//! the CPU model of that order as the black box: the recovered shape is the
+//! compiled tree's shape, no probe answer contradicts it, and the recovered
+//! order compiles to the generating order's tree, or, where the bytes
+//! cannot tell several orders of that shape apart (`fma` and `muladd` under
+//! a bf16 output at tiny K; a `c=late` step chain and its split), one of
+//! the equivalent orders reveal lists does.
+//!
+//! Expensive (a reveal runs several GEMM launches): `PROPTEST_CASES=N` runs
+//! N / 100 cases (see tests/common/props.rs).
+
+#[path = "common/props.rs"]
+mod props;
+
+use mxbi::explain::{reveal, RevealOptions, Shape};
+use mxbi::order::{InType, Order};
+use mxbi::subject::Model;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use props::{config, keys_spec};
+
+/// An order of reveal's f32 families: fma/muladd with any part keys.
+fn f32_order() -> impl Strategy<Value = Order> {
+    (prop::sample::select(vec!["fma", "muladd"]), keys_spec(None))
+        .prop_filter_map("rejected by the grammar", |(f, k)| format!("{f}{k}").parse::<Order>().ok())
+}
+
+/// A tensor-core preset (bf16, f16 or FP8 steps) with an optional split.
+fn mma_order() -> impl Strategy<Value = (Order, InType)> {
+    (
+        prop::sample::select(vec![
+            ("hopper-bf16", InType::Bf16),
+            ("ampere-bf16", InType::Bf16),
+            ("hopper-f16", InType::F16),
+            ("hopper-fp8-wgmma", InType::E4M3),
+            ("hopper-fp8-mma-sync", InType::E4M3),
+            ("ada-fp8", InType::E4M3),
+        ]),
+        prop::sample::select(vec!["", ";split=2", ";split=2;reduce=pairwise"]),
+    )
+        .prop_map(|((p, t), keys)| (format!("{p}{keys}").parse::<Order>().unwrap(), t))
+}
+
+/// The property body: reveal on the model of `want` recovers it.
+fn reveal_recovers(want: &Order, o: RevealOptions) -> Result<(), TestCaseError> {
+    let r = reveal(&Model::new(*want), o).map_err(|e| TestCaseError::fail(format!("{want} K={}: {e}", o.k)))?;
+    let tree = want.compile(o.k);
+    prop_assert_eq!(r.disagreement_count, 0, "{} K={}: {}", want, o.k, r);
+    prop_assert!(r.shape == Shape::of_tree(&tree), "{} K={}: shape {}", want, o.k, r);
+    let got = r.order.ok_or_else(|| TestCaseError::fail(format!("{want} K={}: no order\n{r}", o.k)))?;
+    prop_assert!(
+        std::iter::once(&got).chain(&r.equivalent).any(|e| e.compile(o.k) == tree),
+        "{} K={}: recovered {} (equivalent: {:?})",
+        want,
+        o.k,
+        got,
+        r.equivalent.iter().map(|o| o.to_string()).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(props::cases_expensive(24)))]
+
+    /// Reveal recovers random orders of the f32 families at small K.
+    #[test]
+    fn reveal_recovers_the_generating_f32_order(want in f32_order(), k in 2usize..96, seed in any::<u64>()) {
+        reveal_recovers(&want, RevealOptions { m: 8, k, n: 16, input: InType::F32, seed, verify_rows: 4 })?;
+    }
+
+    /// Reveal recovers tensor-core orders (probes exact in the step's input
+    /// type) at small K.
+    #[test]
+    fn reveal_recovers_the_generating_mma_order((want, t) in mma_order(), chunks in 1usize..5, seed in any::<u64>()) {
+        let k = chunks * want.mma().unwrap().k as usize * 2;
+        reveal_recovers(&want, RevealOptions { m: 16, k, n: 32, input: t, seed, verify_rows: 4 })?;
+    }
+}
