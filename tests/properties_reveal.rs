@@ -1,13 +1,19 @@
-//! Property suite: reveal recovers the generating order. For random orders
-//! of the families reveal searches (fma/muladd with contiguous or
-//! interleaved splits, fresh tiles, GEMV lanes, serial/pairwise/butterfly
-//! reductions, output formats; tensor-core steps in bf16/f16/FP8), small K,
-//! the CPU model of that order as the black box: the recovered shape is the
-//! compiled tree's shape, no probe answer contradicts it, and the recovered
-//! order compiles to the generating order's tree, or, where the bytes
-//! cannot tell several orders of that shape apart (`fma` and `muladd` under
-//! a bf16 output at tiny K; a `c=late` step chain and its split), one of
-//! the equivalent orders reveal lists does.
+//! Property suite: reveal recovers the generating order, with the CPU model
+//! of that order as the black box, small K.
+//!
+//! - Orders of reveal's own f32 family (fma/muladd with contiguous or
+//!   interleaved splits, fresh tiles, GEMV lanes, serial/pairwise/butterfly
+//!   reductions, output formats) and tensor-core presets (bf16, f16, FP8
+//!   steps, with splits): the recovered shape is the compiled tree's shape,
+//!   no probe answer contradicts it, and the recovered order compiles to
+//!   the generating order's tree, or, where the bytes cannot tell several
+//!   orders of that shape apart (`fma` and `muladd` under a bf16 output at
+//!   tiny K; a `c=late` step chain and its split), one of the equivalent
+//!   orders reveal lists does.
+//! - Any order of the grammar's f32 families (which may have redundant
+//!   nodes: empty parts, a split of one tile): the shape is recovered, and
+//!   the order reveal names gives the generating order's bytes on fresh
+//!   inputs (e.g. `fma;ktile=1;split=3/interleave` at K = 2 is `muladd`).
 //!
 //! Expensive (a reveal runs several GEMM launches): `PROPTEST_CASES=N` runs
 //! N / 100 cases (see tests/common/props.rs).
@@ -15,7 +21,9 @@
 #[path = "common/props.rs"]
 mod props;
 
+use mxbi::explain::candidates::{self, Inputs};
 use mxbi::explain::{reveal, RevealOptions, Shape};
+use mxbi::gemm::gemm;
 use mxbi::order::{InType, Order};
 use mxbi::subject::Model;
 use proptest::prelude::*;
@@ -62,19 +70,52 @@ fn reveal_recovers(want: &Order, o: RevealOptions) -> Result<(), TestCaseError> 
     Ok(())
 }
 
+/// The property body of the broader suite: reveal on the model of `want`
+/// (any order of the grammar, which may have redundant nodes such as
+/// empty parts) recovers its shape, and the order it names, if any, gives
+/// `want`'s bytes on fresh random inputs.
+fn reveal_recovers_an_equivalent(want: &Order, o: RevealOptions, seed: u64) -> Result<(), TestCaseError> {
+    let r = reveal(&Model::new(*want), o).map_err(|e| TestCaseError::fail(format!("{want} K={}: {e}", o.k)))?;
+    prop_assert_eq!(r.disagreement_count, 0, "{} K={}: {}", want, o.k, r);
+    prop_assert!(r.shape == Shape::of_tree(&want.compile(o.k)), "{} K={}: shape {}", want, o.k, r);
+    if let Some(got) = r.order {
+        let (m, k, n) = (8, o.k, 8);
+        let a = props::values_in(o.input, m * k, seed, false);
+        let b = props::values_in(o.input, k * n, !seed, false);
+        let p = props::problem(&a, &b, m, k, n);
+        let (x, y) = (gemm(want, &p, None).unwrap(), gemm(&got, &p, None).unwrap());
+        prop_assert!(props::first_difference(&x, &y).is_none(), "{} K={}: recovered {} differs", want, k, got);
+    }
+    Ok(())
+}
+
+/// Orders of reveal's own family for `input` and K (each tree distinct).
+fn family_order(input: InType, k: usize, pick: prop::sample::Index) -> Order {
+    let fam = candidates::family(Inputs::of_type(input), k);
+    fam[pick.index(fam.len())].order
+}
+
 proptest! {
     #![proptest_config(config(props::cases_expensive(24)))]
 
-    /// Reveal recovers random orders of the f32 families at small K.
+    /// Reveal recovers the tree of random orders of its f32 family at small K.
     #[test]
-    fn reveal_recovers_the_generating_f32_order(want in f32_order(), k in 2usize..96, seed in any::<u64>()) {
+    fn reveal_recovers_the_tree_of_a_family_order(k in 2usize..96, pick in any::<prop::sample::Index>(), seed in any::<u64>()) {
+        let want = family_order(InType::F32, k, pick);
         reveal_recovers(&want, RevealOptions { m: 8, k, n: 16, input: InType::F32, seed, verify_rows: 4 })?;
+    }
+
+    /// Reveal recovers the shape of any order of the grammar's f32
+    /// families, and names an order with its bytes.
+    #[test]
+    fn reveal_recovers_an_equivalent_of_any_f32_order(want in f32_order(), k in 2usize..96, seed in any::<u64>()) {
+        reveal_recovers_an_equivalent(&want, RevealOptions { m: 8, k, n: 16, input: InType::F32, seed, verify_rows: 4 }, seed)?;
     }
 
     /// Reveal recovers tensor-core orders (probes exact in the step's input
     /// type) at small K.
     #[test]
-    fn reveal_recovers_the_generating_mma_order((want, t) in mma_order(), chunks in 1usize..5, seed in any::<u64>()) {
+    fn reveal_recovers_the_tree_of_an_mma_order((want, t) in mma_order(), chunks in 1usize..5, seed in any::<u64>()) {
         let k = chunks * want.mma().unwrap().k as usize * 2;
         reveal_recovers(&want, RevealOptions { m: 16, k, n: 32, input: t, seed, verify_rows: 4 })?;
     }
