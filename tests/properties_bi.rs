@@ -23,9 +23,9 @@ use mxbi::bi::{check, run_matrix, CheckOptions, Family, Job, Report, RowPos, Ver
 use mxbi::op::subject::OpSubject;
 use mxbi::order::{InType, Order};
 use mxbi::subject::{Dispatch, Knobs, Model, ScaleKind, Subject};
+use props::{config, in_type, order, shrunk_failure};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{config, in_type, order, shrunk_failure};
 
 const FAMILIES: [Family; 5] = [
     Family::Content,
@@ -51,7 +51,11 @@ fn passes_every_family(r: &Report, what: &str) -> Result<(), TestCaseError> {
         .map(|c| format!("{} {:?} {:?}", c.id, c.verdict, c.reason))
         .collect();
     prop_assert!(bad.is_empty(), "{}: {}", what, bad.join("; "));
-    prop_assert!(r.count(Verdict::Pass) + r.count(Verdict::Vacuous) > 0, "{}: no cell", what);
+    prop_assert!(
+        r.count(Verdict::Pass) + r.count(Verdict::Vacuous) > 0,
+        "{}: no cell",
+        what
+    );
     Ok(())
 }
 

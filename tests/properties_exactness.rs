@@ -23,11 +23,11 @@
 mod props;
 
 use mxbi::explain::exactness::{analyze, Reason};
-use mxbi::gemm::gemm;
 use mxbi::format::{encode_f64, CastPolicy, Format};
+use mxbi::gemm::gemm;
 use mxbi::order::{Family, InType, Order, OutFmt};
-use proptest::prelude::*;
 use props::{config, in_type, order, problem, small_dyadic, values_in};
+use proptest::prelude::*;
 
 /// A family of 2 to 6 orders that read f32 operands, always with `fma`.
 fn family() -> impl Strategy<Value = Vec<Order>> {
@@ -200,5 +200,8 @@ fn exactness_with_mixed_output_formats_regression() {
     let w = e.witness.as_ref().unwrap();
     assert_eq!((w.left_bits, w.right_bits), (257f32.to_bits(), 256f32.to_bits()));
     let e = &analyze(&problem(&[256.0], &b, 1, 1, 1), &[0], &fam).unwrap()[0];
-    assert!(matches!(e.reason, Some(Reason::ExactSums { .. })) && e.same_bytes, "{e:?}");
+    assert!(
+        matches!(e.reason, Some(Reason::ExactSums { .. })) && e.same_bytes,
+        "{e:?}"
+    );
 }

@@ -19,9 +19,9 @@ use mxbi::format::{
     cast_f32_slice, cast_f64_slice, encode_e8m0_f64, encode_f32, encode_f64, CastPolicy, CastPreset, CodesMut,
     E8m0Negative, E8m0Rule, E8m0Zero, Format, Fp8Rne, Overflow, Rounding, Simd, Stochastic,
 };
+use props::{config, f32_bits, f64_spread, shrunk_failure};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{config, f32_bits, f64_spread, shrunk_failure};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -551,24 +551,71 @@ fn reference_gives_the_documented_edge_codes() {
     let ml = |f: Format| CastPreset::MlDtypes.policy(f);
     let nv = |f: Format| CastPreset::Nvidia.policy(f);
     let ieee = |f: Format| CastPolicy::ieee(f);
-    assert_eq!(reference(464.0, Format::E4M3, &ml(Format::E4M3)), Want::Code(0x7E), "tie to even max");
-    assert_eq!(reference(465.0, Format::E4M3, &ml(Format::E4M3)), Want::Nan, "E4M3 overflow -> NaN");
-    assert_eq!(reference(1e9, Format::E4M3, &nv(Format::E4M3)), Want::Code(0x7E), "satfinite");
-    assert_eq!(reference(61440.0, Format::E5M2, &ml(Format::E5M2)), Want::Code(0x7C), "tie to even Inf");
-    assert_eq!(reference(7.0, Format::E2M1, &ml(Format::E2M1)), Want::Code(0x07), "FP4 saturates");
-    assert_eq!(reference(7.0, Format::E2M1, &ieee(Format::E2M1)), Want::Err, "FP4 has no Inf/NaN");
-    assert_eq!(reference(0.25, Format::E2M1, &ml(Format::E2M1)), Want::Code(0x00), "tie to +0");
-    assert_eq!(reference(-0.75, Format::E2M1, &ml(Format::E2M1)), Want::Code(0x0A), "tie to even -1.0");
-    assert_eq!(reference(1.5, Format::E8M0, &ml(Format::E8M0)), Want::Code(0x80), "implicit bit: ties up");
-    assert_eq!(reference(1.5, Format::E8M0, &ieee(Format::E8M0)), Want::Code(0x80), "tie to even byte 128");
-    assert_eq!(reference(3.0, Format::E8M0, &ieee(Format::E8M0)), Want::Code(0x80), "tie to even byte 128");
+    assert_eq!(
+        reference(464.0, Format::E4M3, &ml(Format::E4M3)),
+        Want::Code(0x7E),
+        "tie to even max"
+    );
+    assert_eq!(
+        reference(465.0, Format::E4M3, &ml(Format::E4M3)),
+        Want::Nan,
+        "E4M3 overflow -> NaN"
+    );
+    assert_eq!(
+        reference(1e9, Format::E4M3, &nv(Format::E4M3)),
+        Want::Code(0x7E),
+        "satfinite"
+    );
+    assert_eq!(
+        reference(61440.0, Format::E5M2, &ml(Format::E5M2)),
+        Want::Code(0x7C),
+        "tie to even Inf"
+    );
+    assert_eq!(
+        reference(7.0, Format::E2M1, &ml(Format::E2M1)),
+        Want::Code(0x07),
+        "FP4 saturates"
+    );
+    assert_eq!(
+        reference(7.0, Format::E2M1, &ieee(Format::E2M1)),
+        Want::Err,
+        "FP4 has no Inf/NaN"
+    );
+    assert_eq!(
+        reference(0.25, Format::E2M1, &ml(Format::E2M1)),
+        Want::Code(0x00),
+        "tie to +0"
+    );
+    assert_eq!(
+        reference(-0.75, Format::E2M1, &ml(Format::E2M1)),
+        Want::Code(0x0A),
+        "tie to even -1.0"
+    );
+    assert_eq!(
+        reference(1.5, Format::E8M0, &ml(Format::E8M0)),
+        Want::Code(0x80),
+        "implicit bit: ties up"
+    );
+    assert_eq!(
+        reference(1.5, Format::E8M0, &ieee(Format::E8M0)),
+        Want::Code(0x80),
+        "tie to even byte 128"
+    );
+    assert_eq!(
+        reference(3.0, Format::E8M0, &ieee(Format::E8M0)),
+        Want::Code(0x80),
+        "tie to even byte 128"
+    );
     assert_eq!(reference(0.0, Format::E8M0, &nv(Format::E8M0)), Want::Code(0x00));
     assert_eq!(reference(-2.0, Format::Int8, &ieee(Format::Int8)), Want::Code(0x80));
     let mut mx = ieee(Format::Int8);
     mx.int8_allow_neg2 = false;
     mx.overflow = Overflow::Saturate;
     assert_eq!(reference(-2.0, Format::Int8, &mx), Want::Code(0x81));
-    assert_eq!(reference(2f64.powi(-131), Format::E8M0, &ieee(Format::E8M0)), Want::Code(0x00));
+    assert_eq!(
+        reference(2f64.powi(-131), Format::E8M0, &ieee(Format::E8M0)),
+        Want::Code(0x00)
+    );
 }
 
 /// The reference property can fail: an encoder with a planted tie error

@@ -18,9 +18,9 @@ mod props;
 use mxbi::gemm::mma_step::mma_step;
 use mxbi::gemm::{gemm, gemm_generic, GemmError, Problem};
 use mxbi::order::{Family, Order};
+use props::{class_bits, config, first_difference, in_type, order, problem, shrunk_failure, values_in};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{class_bits, config, first_difference, in_type, order, problem, shrunk_failure, values_in};
 
 type Eval = fn(&Order, &Problem) -> Result<Vec<f32>, GemmError>;
 

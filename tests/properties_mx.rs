@@ -27,9 +27,9 @@ mod props;
 
 use mxbi::format::{encode_f64, Format, Rounding};
 use mxbi::mx::{dequantize_f64, quantize, quantize_block, AxisLayout, MxFormat, MxPolicy, MxPreset, ScaleMode};
+use props::{config, shrunk_failure};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{config, shrunk_failure};
 
 /// Every (format, preset, scale mode) with a nearest element rounding.
 fn policies() -> Vec<(MxFormat, &'static str, MxPolicy)> {
@@ -69,7 +69,13 @@ fn ulp_exp(f: Format, v: f64) -> i32 {
         Some(m) => {
             let e = v.log2().floor() as i32;
             // exact binade from the bits, not the float log2
-            let e = if 2f64.powi(e) > v { e - 1 } else if 2f64.powi(e + 1) <= v { e + 1 } else { e };
+            let e = if 2f64.powi(e) > v {
+                e - 1
+            } else if 2f64.powi(e + 1) <= v {
+                e + 1
+            } else {
+                e
+            };
             e.max(m.emin()) - m.mbits as i32
         }
         None => -6, // INT8: steps of 2^-6
@@ -107,14 +113,28 @@ fn block_within_bounds(
     if amax > 0.0 && s > 0 && s < 0xFE {
         let (lo, hi) = match p.scale_mode {
             ScaleMode::Floor => (2f64.powi(emax), 2f64.powi(emax + 1)),
-            ScaleMode::Ceil => (2f64.powi(emax - 1) * (1.0 + f64::EPSILON), 2f64.powi(emax) * (1.0 + f64::EPSILON)),
+            ScaleMode::Ceil => (
+                2f64.powi(emax - 1) * (1.0 + f64::EPSILON),
+                2f64.powi(emax) * (1.0 + f64::EPSILON),
+            ),
             ScaleMode::Even => (
                 2f64.powi(emax) * (1.0 - 2f64.powi(-(f.mbits() as i32 + 2))),
                 sat_end(f, ScaleMode::Even),
             ),
-            ScaleMode::Rceil => (max / 2.0 * (1.0 - 2f64.powi(-22)), sat_end(f, ScaleMode::Rceil) * (1.0 + f64::EPSILON)),
+            ScaleMode::Rceil => (
+                max / 2.0 * (1.0 - 2f64.powi(-22)),
+                sat_end(f, ScaleMode::Rceil) * (1.0 + f64::EPSILON),
+            ),
         };
-        prop_assert!(lo <= r && r < hi, "{} {:?}: amax / X = {} not in [{}, {})", f, p.scale_mode, r, lo, hi);
+        prop_assert!(
+            lo <= r && r < hi,
+            "{} {:?}: amax / X = {} not in [{}, {})",
+            f,
+            p.scale_mode,
+            r,
+            lo,
+            hi
+        );
     }
     let sat = sat_end(f, p.scale_mode);
     let top_ulp = 2f64.powi(emax - f.mbits() as i32);
@@ -124,15 +144,47 @@ fn block_within_bounds(
         let d = el.decode_f64(c as u16) * big_x;
         let err = (v - d).abs();
         // INT8 is two's complement: -2.0 (code 0x80) where the policy allows it
-        let lowest = if f == MxFormat::Int8 && p.element.int8_allow_neg2 { -2.0 } else { -max };
+        let lowest = if f == MxFormat::Int8 && p.element.int8_allow_neg2 {
+            -2.0
+        } else {
+            -max
+        };
         if (lowest..=max).contains(&(v / big_x)) {
-            let bound = if v == 0.0 { 0.0 } else { big_x * 2f64.powi(ulp_exp(el, v.abs() / big_x)) / 2.0 };
-            prop_assert!(err <= bound, "{} {:?}: {:e} -> {:#x} = {:e}, error {:e} > {:e}", f, p.scale_mode, v, c, d, err, bound);
+            let bound = if v == 0.0 {
+                0.0
+            } else {
+                big_x * 2f64.powi(ulp_exp(el, v.abs() / big_x)) / 2.0
+            };
+            prop_assert!(
+                err <= bound,
+                "{} {:?}: {:e} -> {:#x} = {:e}, error {:e} > {:e}",
+                f,
+                p.scale_mode,
+                v,
+                c,
+                d,
+                err,
+                bound
+            );
         } else {
             let end = if v < 0.0 { lowest } else { max };
-            prop_assert_eq!(d, end * big_x, "{} {:?}: {:e} beyond the range not saturated", f, p.scale_mode, v);
+            prop_assert_eq!(
+                d,
+                end * big_x,
+                "{} {:?}: {:e} beyond the range not saturated",
+                f,
+                p.scale_mode,
+                v
+            );
         }
-        prop_assert!(err <= block_bound, "{} {:?}: error {:e} above the block bound {:e}", f, p.scale_mode, err, block_bound);
+        prop_assert!(
+            err <= block_bound,
+            "{} {:?}: error {:e} above the block bound {:e}",
+            f,
+            p.scale_mode,
+            err,
+            block_bound
+        );
     }
     Ok(())
 }

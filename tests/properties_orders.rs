@@ -26,9 +26,9 @@ mod props;
 use mxbi::format::{encode_f32, CastPolicy, Format};
 use mxbi::gemm::{gemm, Problem};
 use mxbi::order::{Family, MmaSplit, Order, OutFmt, Reduce, Tile};
+use props::{config, first_difference, in_type, order, problem, shrunk_failure, values_in};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{config, first_difference, in_type, order, problem, shrunk_failure, values_in};
 
 fn parse(s: &str) -> Order {
     s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -73,7 +73,15 @@ fn same_bytes_on(left: &Order, right: &Order, p: &Problem) -> Result<(), TestCas
             Ok(())
         }
         _ => {
-            prop_assert_eq!(l.is_ok(), r.is_ok(), "{} vs {}: {:?} {:?}", left, right, l.err(), r.err());
+            prop_assert_eq!(
+                l.is_ok(),
+                r.is_ok(),
+                "{} vs {}: {:?} {:?}",
+                left,
+                right,
+                l.err(),
+                r.err()
+            );
             Ok(())
         }
     }

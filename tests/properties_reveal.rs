@@ -26,14 +26,16 @@ use mxbi::explain::{reveal, RevealOptions, Shape};
 use mxbi::gemm::gemm;
 use mxbi::order::{InType, Order};
 use mxbi::subject::Model;
+use props::{config, keys_spec};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use props::{config, keys_spec};
 
 /// An order of reveal's f32 families: fma/muladd with any part keys.
 fn f32_order() -> impl Strategy<Value = Order> {
     (prop::sample::select(vec!["fma", "muladd"]), keys_spec(None))
-        .prop_filter_map("rejected by the grammar", |(f, k)| format!("{f}{k}").parse::<Order>().ok())
+        .prop_filter_map("rejected by the grammar", |(f, k)| {
+            format!("{f}{k}").parse::<Order>().ok()
+        })
 }
 
 /// A tensor-core preset (bf16, f16 or FP8 steps) with an optional split.
@@ -58,9 +60,13 @@ fn reveal_recovers(want: &Order, o: RevealOptions) -> Result<(), TestCaseError> 
     let tree = want.compile(o.k);
     prop_assert_eq!(r.disagreement_count, 0, "{} K={}: {}", want, o.k, r);
     prop_assert!(r.shape == Shape::of_tree(&tree), "{} K={}: shape {}", want, o.k, r);
-    let got = r.order.ok_or_else(|| TestCaseError::fail(format!("{want} K={}: no order\n{r}", o.k)))?;
+    let got = r
+        .order
+        .ok_or_else(|| TestCaseError::fail(format!("{want} K={}: no order\n{r}", o.k)))?;
     prop_assert!(
-        std::iter::once(&got).chain(&r.equivalent).any(|e| e.compile(o.k) == tree),
+        std::iter::once(&got)
+            .chain(&r.equivalent)
+            .any(|e| e.compile(o.k) == tree),
         "{} K={}: recovered {} (equivalent: {:?})",
         want,
         o.k,
@@ -77,14 +83,26 @@ fn reveal_recovers(want: &Order, o: RevealOptions) -> Result<(), TestCaseError> 
 fn reveal_recovers_an_equivalent(want: &Order, o: RevealOptions, seed: u64) -> Result<(), TestCaseError> {
     let r = reveal(&Model::new(*want), o).map_err(|e| TestCaseError::fail(format!("{want} K={}: {e}", o.k)))?;
     prop_assert_eq!(r.disagreement_count, 0, "{} K={}: {}", want, o.k, r);
-    prop_assert!(r.shape == Shape::of_tree(&want.compile(o.k)), "{} K={}: shape {}", want, o.k, r);
+    prop_assert!(
+        r.shape == Shape::of_tree(&want.compile(o.k)),
+        "{} K={}: shape {}",
+        want,
+        o.k,
+        r
+    );
     if let Some(got) = r.order {
         let (m, k, n) = (8, o.k, 8);
         let a = props::values_in(o.input, m * k, seed, false);
         let b = props::values_in(o.input, k * n, !seed, false);
         let p = props::problem(&a, &b, m, k, n);
         let (x, y) = (gemm(want, &p, None).unwrap(), gemm(&got, &p, None).unwrap());
-        prop_assert!(props::first_difference(&x, &y).is_none(), "{} K={}: recovered {} differs", want, k, got);
+        prop_assert!(
+            props::first_difference(&x, &y).is_none(),
+            "{} K={}: recovered {} differs",
+            want,
+            k,
+            got
+        );
     }
     Ok(())
 }
