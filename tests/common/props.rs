@@ -242,7 +242,7 @@ pub fn values_in(t: InType, n: usize, seed: u64, special: bool) -> Vec<f32> {
     (0..n)
         .map(|_| {
             let r = rng.next_u64();
-            if special && r % 64 == 0 {
+            if special && r.is_multiple_of(64) {
                 return [f32::INFINITY, f32::NEG_INFINITY, f32::NAN][(r >> 8) as usize % 3];
             }
             match t.format() {
