@@ -23,7 +23,7 @@ use mxbi::bi::{check, run_matrix, CheckOptions, Family, Job, Report, RowPos, Ver
 use mxbi::op::subject::OpSubject;
 use mxbi::order::{InType, Order};
 use mxbi::subject::{Dispatch, Knobs, Model, ScaleKind, Subject};
-use props::{config, in_type, order, shrunk_failure};
+use props::{cases_expensive, in_type, order, shrunk_failure};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -73,34 +73,36 @@ fn check_model(subject: &dyn Subject, t: InType, ms: Vec<usize>, k: usize, n: us
     check(subject, None, &opts, &|_, _| {}).unwrap_or_else(|e| panic!("{}: {e}", subject.name()))
 }
 
-proptest! {
-    #![proptest_config(config(props::cases_expensive(12)))]
-
-    /// The model of any order passes every family.
-    #[test]
-    fn a_fixed_order_model_passes_every_family(
-        o in order(),
-        ms in batch_sizes(),
-        k in 32usize..200,
-        n in 4usize..16,
-        seed in any::<u64>(),
-    ) {
+/// The model of any order passes every family.
+#[test]
+fn a_fixed_order_model_passes_every_family() {
+    let s = (order(), batch_sizes(), 32usize..200, 4usize..16, any::<u64>());
+    props::check(cases_expensive(12), s, |(o, ms, k, n, seed)| {
         let r = check_model(&Model::new(o), in_type(&o), ms, k, n, seed);
-        passes_every_family(&r, &o.to_string())?;
-    }
+        passes_every_family(&r, &o.to_string())
+    });
+}
 
-    /// The invariant op preset passes every family, the rank family included.
-    #[test]
-    fn the_invariant_op_preset_passes_every_family(
-        ws in prop::sample::select(vec![2usize, 4]),
-        (x1, x2) in (prop::sample::select(ScaleKind::ALL.to_vec()), prop::sample::select(ScaleKind::ALL.to_vec())),
-        per_rank in prop::collection::btree_set(1usize..6, 1..3),
-        k_blocks in 1usize..5,
-        n in 8usize..40,
-        seed in any::<u64>(),
-    ) {
+/// The invariant op preset passes every family, the rank family included.
+#[test]
+fn the_invariant_op_preset_passes_every_family() {
+    let kinds = || prop::sample::select(ScaleKind::ALL.to_vec());
+    let s = (
+        prop::sample::select(vec![2usize, 4]),
+        (kinds(), kinds()),
+        prop::collection::btree_set(1usize..6, 1..3),
+        1usize..5,
+        8usize..40,
+        any::<u64>(),
+    );
+    props::check(cases_expensive(12), s, |(ws, (x1, x2), per_rank, k_blocks, n, seed)| {
         let job = Job {
-            knobs: Knobs { world_size: Some(ws), x1_scales: Some(x1), x2_scales: Some(x2), deterministic_comm: Some(true) },
+            knobs: Knobs {
+                world_size: Some(ws),
+                x1_scales: Some(x1),
+                x2_scales: Some(x2),
+                deterministic_comm: Some(true),
+            },
             opts: CheckOptions {
                 families: [&FAMILIES[..], &[Family::Rank]].concat(),
                 ms: per_rank.into_iter().map(|m| m * ws).collect(),
@@ -116,7 +118,8 @@ proptest! {
         let r = run_matrix(&[job], &factory, None, &|_, _| {}).unwrap();
         passes_every_family(&r, "op:agmm-v2-fixed")?;
         prop_assert!(r.cells.iter().any(|c| c.family == Family::Rank), "no rank cell");
-    }
+        Ok(())
+    });
 }
 
 /// The property can fail: a dispatch subject (`fma` up to M = 8, a split

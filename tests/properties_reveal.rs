@@ -26,7 +26,7 @@ use mxbi::explain::{reveal, RevealOptions, Shape};
 use mxbi::gemm::gemm;
 use mxbi::order::{InType, Order};
 use mxbi::subject::Model;
-use props::{config, keys_spec};
+use props::{cases_expensive, keys_spec};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -113,28 +113,48 @@ fn family_order(input: InType, k: usize, pick: prop::sample::Index) -> Order {
     fam[pick.index(fam.len())].order
 }
 
-proptest! {
-    #![proptest_config(config(props::cases_expensive(24)))]
-
-    /// Reveal recovers the tree of random orders of its f32 family at small K.
-    #[test]
-    fn reveal_recovers_the_tree_of_a_family_order(k in 2usize..96, pick in any::<prop::sample::Index>(), seed in any::<u64>()) {
+/// Reveal recovers the tree of random orders of its f32 family at small K.
+#[test]
+fn reveal_recovers_the_tree_of_a_family_order() {
+    let s = (2usize..96, any::<prop::sample::Index>(), any::<u64>());
+    props::check(cases_expensive(24), s, |(k, pick, seed)| {
         let want = family_order(InType::F32, k, pick);
-        reveal_recovers(&want, RevealOptions { m: 8, k, n: 16, input: InType::F32, seed, verify_rows: 4 })?;
-    }
+        reveal_recovers(&want, options(8, k, 16, InType::F32, seed))
+    });
+}
 
-    /// Reveal recovers the shape of any order of the grammar's f32
-    /// families, and names an order with its bytes.
-    #[test]
-    fn reveal_recovers_an_equivalent_of_any_f32_order(want in f32_order(), k in 2usize..96, seed in any::<u64>()) {
-        reveal_recovers_an_equivalent(&want, RevealOptions { m: 8, k, n: 16, input: InType::F32, seed, verify_rows: 4 }, seed)?;
-    }
+/// Reveal recovers the shape of any order of the grammar's f32 families,
+/// and names an order with its bytes.
+#[test]
+fn reveal_recovers_an_equivalent_of_any_f32_order() {
+    props::check(
+        cases_expensive(24),
+        (f32_order(), 2usize..96, any::<u64>()),
+        |(want, k, seed)| reveal_recovers_an_equivalent(&want, options(8, k, 16, InType::F32, seed), seed),
+    );
+}
 
-    /// Reveal recovers tensor-core orders (probes exact in the step's input
-    /// type) at small K.
-    #[test]
-    fn reveal_recovers_the_tree_of_an_mma_order((want, t) in mma_order(), chunks in 1usize..5, seed in any::<u64>()) {
-        let k = chunks * want.mma().unwrap().k as usize * 2;
-        reveal_recovers(&want, RevealOptions { m: 16, k, n: 32, input: t, seed, verify_rows: 4 })?;
+/// Reveal recovers tensor-core orders (probes exact in the step's input
+/// type) at small K.
+#[test]
+fn reveal_recovers_the_tree_of_an_mma_order() {
+    props::check(
+        cases_expensive(24),
+        (mma_order(), 1usize..5, any::<u64>()),
+        |((want, t), chunks, seed)| {
+            let k = chunks * want.mma().unwrap().k as usize * 2;
+            reveal_recovers(&want, options(16, k, 32, t, seed))
+        },
+    );
+}
+
+fn options(m: usize, k: usize, n: usize, input: InType, seed: u64) -> RevealOptions {
+    RevealOptions {
+        m,
+        k,
+        n,
+        input,
+        seed,
+        verify_rows: 4,
     }
 }

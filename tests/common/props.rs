@@ -61,6 +61,21 @@ pub fn config(cases: u32) -> Config {
     }
 }
 
+/// Runs a property outside the `proptest!` macro: `cases` cases of
+/// `strategy` through `body` with [`config`]; panics with the shrunk
+/// counterexample. The macro re-reads `PROPTEST_CASES` over any configured
+/// count, so the expensive properties (whose deep count is
+/// [`cases_expensive`]) run through this instead.
+pub fn check<S: Strategy>(cases: u32, strategy: S, body: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let mut runner = TestRunner::new(config(cases));
+    if let Err(e) = runner.run(&strategy, body) {
+        panic!("{e}");
+    }
+}
+
 /// Runs `body` over `strategy` as the property tests do (fixed seed, no
 /// files) and returns the shrunk counterexample it fails on, or panics if
 /// it holds. For the tests that show a property can fail: the body is run
