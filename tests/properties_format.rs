@@ -9,6 +9,8 @@
 //! away); one virtual value past the largest finite one (`max + ulp`) stands
 //! for overflow, which the policy turns into max, Inf, NaN or an error.
 //! INT8 is rounded as an integer count of 2^-6; E8M0 by its documented rule.
+//! The crate's one reference rounding, `round_to_quantum`, is itself checked
+//! against integer rounding of the scaled value in f64.
 //!
 //! Case counts: `PROPTEST_CASES` (see tests/common/props.rs).
 
@@ -16,8 +18,8 @@
 mod props;
 
 use mxbi::format::{
-    cast_f32_slice, cast_f64_slice, encode_e8m0_f64, encode_f32, encode_f64, CastPolicy, CastPreset, CodesMut,
-    E8m0Negative, E8m0Rule, E8m0Zero, Format, Fp8Rne, Overflow, Rounding, Simd, Stochastic,
+    cast_f32_slice, cast_f64_slice, encode_e8m0_f64, encode_f32, encode_f64, round_to_quantum, CastPolicy, CastPreset,
+    CodesMut, E8m0Negative, E8m0Rule, E8m0Zero, Format, Fp8Rne, Overflow, Rounding, Simd, Stochastic,
 };
 use props::{config, f32_bits, f64_spread, shrunk_failure};
 use proptest::prelude::*;
@@ -488,6 +490,43 @@ proptest! {
             if fast.encode_at(level, &xs, 1.0, &mut out) {
                 prop_assert_eq!(&out, &want, "{} {} {:?}", c.format, c.label, level);
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(props::cases(2000)))]
+
+    /// The one reference rounding, `round_to_quantum(sig, exp, q)`, is the
+    /// integer rounding (floor, ceil, ties to even, ties away, by mode and
+    /// sign) of the exact value `sig * 2^(exp - q)`, computed in f64 where
+    /// it is exact; stochastic rounding gives the floor or the ceiling.
+    #[test]
+    fn round_to_quantum_is_integer_rounding_of_the_scaled_value(
+        sig in 1u64..(1 << 53),
+        exp in -200i32..200,
+        shift in -10i32..80,
+        negative in any::<bool>(),
+        mode in prop::sample::select(Rounding::ALL.to_vec()),
+        draw in any::<u64>(),
+        bits in 1u32..=32,
+    ) {
+        let q = exp + shift;
+        let v = sig as f64 / 2f64.powi(shift); // exact: a power-of-two scaling
+        let (lo, hi) = (v.floor(), v.ceil());
+        let want = match mode {
+            Rounding::NearestEven => Some(v.round_ties_even()),
+            Rounding::NearestAway => Some(v.round()),
+            Rounding::TowardZero => Some(lo),
+            Rounding::Up => Some(if negative { lo } else { hi }),
+            Rounding::Down => Some(if negative { hi } else { lo }),
+            Rounding::Stochastic => None,
+        };
+        let r = draw >> (64 - bits);
+        let got = round_to_quantum(sig as u128, exp, q, negative, mode, Some((bits, r))) as f64;
+        match want {
+            Some(w) => prop_assert_eq!(got, w, "{} * 2^{} at quantum 2^{} ({:?}, negative {})", sig, exp, q, mode, negative),
+            None => prop_assert!(got == lo || got == hi, "stochastic {} not in [{}, {}]", got, lo, hi),
         }
     }
 }
