@@ -19,7 +19,7 @@
 #[path = "common/props.rs"]
 mod props;
 
-use mxbi::bi::{check, run_matrix, CheckOptions, Family, Job, Report, RowPos, Verdict};
+use mxbi::bi::{check, run_matrix, CheckOptions, Draw, Family, Job, Report, RowPos, Verdict};
 use mxbi::op::subject::OpSubject;
 use mxbi::order::{InType, Order};
 use mxbi::subject::{Dispatch, Knobs, Model, ScaleKind, Subject};
@@ -113,6 +113,7 @@ fn the_invariant_op_preset_passes_every_family() {
                 input: InType::E4M3,
                 repeats: 2,
             },
+            draw: Draw::Wide,
         };
         let factory = |kn: &Knobs| OpSubject::new("agmm-v2-fixed", kn).map(|s| Box::new(s) as Box<dyn Subject>);
         let r = run_matrix(&[job], &factory, None, &|_, _| {}).unwrap();
