@@ -108,7 +108,7 @@ impl RankOrder {
     }
 
     /// Equal keys: the same computation (see the module doc).
-    pub fn key(&self) -> impl Eq + std::hash::Hash + Ord + Clone + std::fmt::Debug {
+    pub fn key(&self) -> impl std::hash::Hash + Ord + Clone + std::fmt::Debug {
         self.tree()
     }
 
