@@ -128,6 +128,7 @@ fn a_sequential_capture_replays_and_a_changed_row_is_caught() {
             model_cross_rank_rows: cross_rank_differences(&per, n),
             paths: Vec::new(),
             notes: Vec::new(),
+            reduction_orders: Vec::new(),
         });
     }
     // at WS 8 the prefix model fails across ranks exactly with K-varying x2 scales

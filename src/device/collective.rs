@@ -106,6 +106,14 @@ pub fn default_cases(world: usize) -> Vec<CollectiveCase> {
             x2_scales: X2Scales::Identity,
         });
     }
+    // NCCL's reduce-scatter against the ring model; from WS 3 on the run
+    // names the order of every element run (`reduction_orders`)
+    cases.push(CollectiveCase {
+        name: "mmrs-ring/hopper-bf16".into(),
+        spec: json!({"preset": "mmrs-ring", "world_size": world, "m": 64, "k": 1024, "n": 256}),
+        seed: 11,
+        x2_scales: X2Scales::Identity,
+    });
     cases
 }
 
@@ -124,6 +132,51 @@ pub fn sequential_cases(world: usize) -> Vec<CollectiveCase> {
             c
         })
         .collect()
+}
+
+/// Names the rank order behind each rank's reduced output: the partials
+/// (`[rank][element]`, as summed) and each rank's output (the whole sum for
+/// an all-reduce, the rank's `1/WS` part for a reduce-scatter) are cut by
+/// `explain::reduction::segments` over every serial order and the tree
+/// into runs of elements one order reproduces; one line per run:
+/// `rank R: elements A..B: NAMES` (`ring@c`, `fixed`, `tree`, or a rank
+/// list; `+N more` when several computations reproduce the run, `none`
+/// when no candidate does).
+pub fn reduction_orders(partials: &[Vec<f32>], outputs: &[Vec<f32>], scatter: bool) -> Vec<String> {
+    use crate::explain::reduction::{candidates, segments};
+    use crate::op::reduce::Sum;
+    let ws = partials.len();
+    let cands = candidates(ws, true);
+    let add = |x: f32, y: f32| Sum::F32.add(x, y);
+    let mut lines = Vec::new();
+    for (r, out) in outputs.iter().enumerate() {
+        let off = if scatter { r * out.len() } else { 0 };
+        let parts: Vec<&[f32]> = partials.iter().map(|p| &p[off..off + out.len()]).collect();
+        for sg in segments(&parts, out, &cands, &add) {
+            let names = match sg.matches.first() {
+                None => "none".to_string(),
+                Some(&i) => {
+                    let mut t = cands[i].names(ws).join(" = ");
+                    if sg.matches.len() > 1 {
+                        t.push_str(&format!(" (+{} more)", sg.matches.len() - 1));
+                    }
+                    t
+                }
+            };
+            lines.push(format!("rank {r}: elements {}..{}: {names}", sg.start, sg.end));
+        }
+    }
+    lines
+}
+
+/// The global rows whose copies differ across ranks, for ops where every
+/// rank holds every row; empty for a reduce-scatter (each rank holds other
+/// rows: there are no copies to compare).
+pub fn op_cross_rank_differences(spec: &OpSpec, per_rank: &[Vec<f32>], n: usize) -> Vec<usize> {
+    match spec {
+        OpSpec::MatmulReduceScatter(_) => Vec::new(),
+        _ => cross_rank_differences(per_rank, n),
+    }
 }
 
 /// Global rows whose bytes differ between ranks (`M` rows per rank).
@@ -159,6 +212,10 @@ pub struct CollectiveRecord {
     pub model_cross_rank_rows: Vec<usize>,
     /// The op's path of each row on each rank, from the model's provenance.
     pub paths: Vec<String>,
+    /// Reduce ops at WS >= 3: per rank, each run of output elements and
+    /// the rank orders reproducing it ([`reduction_orders`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reduction_orders: Vec<String>,
     pub notes: Vec<String>,
 }
 
@@ -265,7 +322,7 @@ pub fn replay(capture: &Capture) -> Result<CollectiveReplayReport> {
             }
         }
         let per: Vec<Vec<f32>> = model.per_rank.iter().map(|r| r.data.clone()).collect();
-        if cross_rank_differences(&per, rec.n) != rec.gpu_cross_rank_rows {
+        if op_cross_rank_differences(&rec.case.resolve()?, &per, rec.n) != rec.gpu_cross_rank_rows {
             out.verdict_mismatches.push(rec.case.name.clone());
         }
         out.cases += 1;
@@ -485,8 +542,9 @@ fn record(
             .iter()
             .map(|o| o.chunks(n).map(|row| format!("{:016x}", row_digest(row))).collect())
             .collect(),
-        gpu_cross_rank_rows: cross_rank_differences(&gpu_out, n),
-        model_cross_rank_rows: cross_rank_differences(&per_model, n),
+        gpu_cross_rank_rows: op_cross_rank_differences(spec, &gpu_out, n),
+        model_cross_rank_rows: op_cross_rank_differences(spec, &per_model, n),
+        reduction_orders: Vec::new(),
         paths: model
             .provenance
             .iter()
@@ -635,13 +693,25 @@ mod two_gpu {
             .map(|v| v.concat())
     }
 
-    fn mmar(
+    /// Each rank's output, the run's notes, the named reduction orders.
+    type RankOutputs = (Vec<Vec<f32>>, Vec<String>, Vec<String>);
+
+    /// MatmulAllReduce (`scatter` false) or MatmulReduceScatter: the
+    /// partials on the GPUs, NCCL's sum, and (WS >= 3) the rank orders that
+    /// reproduce each rank's output, named by `reduction_orders`.
+    fn reduce_op(
         ranks: &Ranks,
         caches: &mut [KernelCache],
         spec: &ReduceSpec,
         inputs: &Inputs,
-    ) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
+        scatter: bool,
+    ) -> Result<RankOutputs> {
         let ws = check_world(spec.world_size, ranks)?;
+        if spec.sum != crate::op::reduce::Sum::F32 {
+            return Err(DeviceError::Refused(
+                "a bf16 NCCL sum needs cudarc's `f16` feature (bf16 buffers); not enabled in this build".into(),
+            ));
+        }
         let (m, k, n) = (spec.m, spec.k, spec.n);
         let ks = k / ws;
         let get = |name: &str| -> Result<Vec<f32>> {
@@ -680,11 +750,25 @@ mod two_gpu {
             let (p, _) = gemm_on_gpu(&ranks.gpus[r], &mut caches[r], &plan, m, n, ks, &ops)?;
             partials.push(p);
         }
-        let reduced = ranks.all_reduce_sum(&partials)?;
-        let notes = vec![format!(
-            "NCCL all-reduce (sum) of {ws} partials; with 2 ranks the sum P0+P1 has one add, which is commutative, so no reduction order can be observed"
-        )];
-        Ok((reduced, notes))
+        let reduced = if scatter {
+            ranks.reduce_scatter_sum(&partials)?
+        } else {
+            ranks.all_reduce_sum(&partials)?
+        };
+        let what = if scatter { "reduce-scatter" } else { "all-reduce" };
+        let notes = vec![if ws == 2 {
+            format!("NCCL {what} (sum) of {ws} partials; with 2 ranks the sum P0+P1 has one add, which is commutative, so no reduction order can be observed")
+        } else {
+            format!(
+                "NCCL {what} (sum) of {ws} partials; the rank order of every element run is named in reduction_orders"
+            )
+        }];
+        let orders = if ws > 2 {
+            reduction_orders(&partials, &reduced, scatter)
+        } else {
+            Vec::new()
+        };
+        Ok((reduced, notes, orders))
     }
 
     /// Runs every case on `ranks`, compares with the CPU model.
@@ -694,9 +778,13 @@ mod two_gpu {
         for case in cases {
             let spec = case.resolve()?;
             let inputs = case.inputs(&spec);
-            let (gpu_out, notes) = match &spec {
-                OpSpec::AllGatherMatmul(s) => agmm(ranks, &mut caches, s, &inputs)?,
-                OpSpec::MatmulAllReduce(s) => mmar(ranks, &mut caches, s, &inputs)?,
+            let (gpu_out, notes, orders) = match &spec {
+                OpSpec::AllGatherMatmul(s) => {
+                    let (o, n) = agmm(ranks, &mut caches, s, &inputs)?;
+                    (o, n, Vec::new())
+                }
+                OpSpec::MatmulAllReduce(s) => reduce_op(ranks, &mut caches, s, &inputs, false)?,
+                OpSpec::MatmulReduceScatter(s) => reduce_op(ranks, &mut caches, s, &inputs, true)?,
                 _ => {
                     return Err(DeviceError::Refused(format!(
                         "{}: no two-GPU runner for this op",
@@ -704,7 +792,8 @@ mod two_gpu {
                     )))
                 }
             };
-            let rec = record(case, &spec, &inputs, gpu_out, notes)?;
+            let mut rec = record(case, &spec, &inputs, gpu_out, notes)?;
+            rec.reduction_orders = orders;
             progress(&progress_line(&rec));
             records.push(rec);
         }
@@ -719,6 +808,45 @@ mod two_gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reduction_orders_name_each_ring_position() {
+        use crate::op::reduce::partials;
+        for (ws, scatter) in [(4, true), (8, true), (4, false)] {
+            let preset = if scatter { "mmrs-ring" } else { "mmar-ring" };
+            let spec =
+                OpSpec::from_value(serde_json::json!({"preset": preset, "world_size": ws, "m": 4 * ws})).unwrap();
+            let (OpSpec::MatmulReduceScatter(rs) | OpSpec::MatmulAllReduce(rs)) = &spec else {
+                unreachable!()
+            };
+            let inputs = generate(&spec, &GenOpts::new(11));
+            let p = partials(rs, &inputs).unwrap();
+            let out: Vec<Vec<f32>> = run_op(&spec, &inputs)
+                .unwrap()
+                .per_rank
+                .into_iter()
+                .map(|r| r.data)
+                .collect();
+            let lines = reduction_orders(&p, &out, scatter);
+            if scatter {
+                // one run per rank, its own chunk's ring position, no other computation
+                let want: Vec<String> = (0..ws)
+                    .map(|r| {
+                        let fixed = if r == ws - 1 { " = fixed" } else { "" };
+                        format!("rank {r}: elements 0..256: ring@{r}{fixed}")
+                    })
+                    .collect();
+                assert_eq!(lines, want);
+            } else {
+                // every rank: WS runs, ring@0, ring@1, ... in chunk order
+                let r0: Vec<&String> = lines.iter().filter(|l| l.starts_with("rank 0:")).collect();
+                assert_eq!(r0.len(), ws, "{lines:?}");
+                for (c, l) in r0.iter().enumerate() {
+                    assert!(l.contains(&format!("ring@{c}")), "{l}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn sequential_cases_are_the_all_gather_cases_with_128_rows() {
@@ -739,7 +867,7 @@ mod tests {
         for c in default_cases(2) {
             let out = c.model().unwrap_or_else(|e| panic!("{}: {e}", c.name));
             let per: Vec<Vec<f32>> = out.per_rank.iter().map(|r| r.data.clone()).collect();
-            let diff = cross_rank_differences(&per, out.per_rank[0].cols);
+            let diff = op_cross_rank_differences(&c.resolve().unwrap(), &per, out.per_rank[0].cols);
             let expect_fail = c.name.starts_with("agmm-v2-prefix") && c.name.ends_with("kvar");
             assert_eq!(!diff.is_empty(), expect_fail, "{}", c.name);
         }
