@@ -6,7 +6,7 @@
 //! is pinned to what the model's construction predicts; the table in
 //! docs/OPS.md ("World sizes 4 and 8 on the CPU model") is checked here.
 
-use mxbi::bi::{run_matrix, CheckOptions, Family, Job, Report, RowPos, Verdict};
+use mxbi::bi::{run_matrix, CheckOptions, Draw, Family, Job, Report, RowPos, Verdict};
 use mxbi::op::subject::OpSubject;
 use mxbi::order::InType;
 use mxbi::subject::{Knobs, ScaleKind, Subject};
@@ -32,6 +32,7 @@ fn job(ws: usize, x2: Option<ScaleKind>) -> Job {
             input: InType::E4M3,
             repeats: 3,
         },
+        draw: Draw::Wide,
     }
 }
 
