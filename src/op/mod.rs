@@ -22,6 +22,7 @@ pub mod norm;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;
+pub mod reduce_subject;
 pub mod subject;
 pub mod visibility;
 
