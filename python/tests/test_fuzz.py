@@ -88,6 +88,15 @@ def test_the_minimal_case_replays_failing_through_the_cli(found, tmp_path):
     assert cells[0]["first_offenders"] == r.failure.cell.first_offenders
 
 
+def test_the_corpus_replays_the_saved_case_first(found):
+    r, out = found
+    again = mxbi.fuzz(switch_at_8, seed=99, max_cases=5, out=out, **SMALL)
+    assert again.corpus_replayed >= 1 and again.cases_tried == 0
+    f = again.failure
+    assert f is not None and f.from_corpus and f.shrink_runs == 0
+    assert f.case_json == r.failure.case_json and f.m == 9
+
+
 def test_an_invariant_kernel_has_no_failure(tmp_path):
     r = mxbi.fuzz(muladd, seed=5, max_cases=25, out=tmp_path, **SMALL)
     assert r.passed and r and r.failure is None
