@@ -20,6 +20,7 @@ makes that cell an ``ERROR`` (the case is skipped, its reason kept in
 from __future__ import annotations
 
 import json
+import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -126,9 +127,14 @@ def _names(x: Union[str, Sequence[str]], what: str) -> List[str]:
 
 
 def _int(x: Any, what: str, lo: int = 0) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < lo:
+    """An integer (numpy's too) of at least ``lo``."""
+    try:
+        v = operator.index(x)
+    except TypeError:
+        v = None
+    if isinstance(x, bool) or v is None or v < lo:
         raise MxbiError(f"{what}: expected an integer >= {lo}, got {x!r}")
-    return int(x)
+    return v
 
 
 def fuzz(

@@ -141,6 +141,8 @@ def test_bad_arguments_are_clear_exceptions():
         mxbi.fuzz(muladd, classes=["bogus"], max_cases=1)
     with pytest.raises(mxbi.MxbiError, match="max_m"):
         mxbi.fuzz(muladd, max_m=0)
+    with pytest.raises(mxbi.MxbiError, match="seed: expected an integer"):
+        mxbi.fuzz(muladd, seed="one")
     with pytest.raises(mxbi.MxbiError, match="budget -1"):
         mxbi.fuzz(muladd, budget=-1.0)
     with pytest.raises(mxbi.MxbiError, match="unknown input type"):
