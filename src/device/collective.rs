@@ -255,7 +255,7 @@ pub fn replay(capture: &Capture) -> Result<CollectiveReplayReport> {
 pub use two_gpu::run;
 
 #[cfg(feature = "nccl")]
-mod two_gpu {
+pub(crate) mod two_gpu {
     use super::*;
     use crate::device::codegen::{Backend16, GpuPlan};
     use crate::device::exec::{gemm_on_gpu, GemmOperands, KernelCache};
@@ -369,7 +369,7 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
         Ok(ws)
     }
 
-    fn agmm(
+    pub(crate) fn agmm(
         ranks: &Ranks,
         caches: &mut [KernelCache],
         spec: &AgmmSpec,

@@ -17,6 +17,7 @@ pub mod coupling;
 pub mod generate;
 pub mod moe;
 pub mod norm;
+pub mod path_sets;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;
