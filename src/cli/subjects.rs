@@ -15,7 +15,7 @@
 
 use crate::op::subject::OpSubject;
 use crate::order::Order;
-use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Knobs, Model, Subject};
+use crate::subject::{Dispatch, Dump, Exec, ExecOptions, Knobs, Model, ScaleKind, Subject};
 use std::path::Path;
 
 /// Most bytes a dispatch table file may have.
@@ -61,24 +61,54 @@ pub fn subject_from_spec(spec: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, 
     }
 }
 
-/// `op:PRESET[,paths=SET]`: an op model, an all-gather-matmul preset
-/// optionally with its paths replaced by a path set (`crate::op::path_sets`).
+/// `op:PRESET[,paths=SET][,x1=ID|VAR][,x2=ID|VAR]`: an op model; an
+/// all-gather-matmul preset optionally with its paths replaced by a path
+/// set (`crate::op::path_sets`) and its MX scale kinds set as the
+/// `x1_scales`/`x2_scales` knobs do (an option and a knob that disagree are
+/// refused). With options, reports name the subject by the spec as given.
 fn op_subject(spec: &str, arg: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, String> {
-    let (preset, paths) = match arg.split_once(',') {
-        None => (arg, None),
-        Some((preset, opt)) => match opt.split_once('=') {
-            Some(("paths", set)) => (
-                preset,
-                Some(crate::op::path_sets::find(set).map_err(|e| format!("subject '{spec}': {e}"))?),
-            ),
+    let mut parts = arg.split(',');
+    let preset = parts.next().unwrap_or("");
+    let mut paths = None;
+    let mut knobs = *knobs;
+    let mut seen: Vec<&str> = Vec::new();
+    for opt in parts {
+        let (key, val) = opt.split_once('=').unwrap_or((opt, ""));
+        if seen.contains(&key) {
+            return Err(format!("subject '{spec}': option '{key}' given twice"));
+        }
+        seen.push(key);
+        let scales = |knob: &mut Option<ScaleKind>| -> Result<(), String> {
+            let k: ScaleKind = val.parse().map_err(|e| format!("subject '{spec}': {e}"))?;
+            match *knob {
+                Some(b) if b != k => Err(format!(
+                    "subject '{spec}': {key}={k} and the {key}_scales knob {b} disagree"
+                )),
+                _ => {
+                    *knob = Some(k);
+                    Ok(())
+                }
+            }
+        };
+        match key {
+            "paths" => {
+                paths = Some(crate::op::path_sets::find(val).map_err(|e| format!("subject '{spec}': {e}"))?);
+            }
+            "x1" => scales(&mut knobs.x1_scales)?,
+            "x2" => scales(&mut knobs.x2_scales)?,
             _ => {
                 return Err(format!(
-                    "subject '{spec}': unexpected option '{opt}' (op:PRESET[,paths=SET])"
+                    "subject '{spec}': unexpected option '{opt}' (op:PRESET[,paths=SET][,x1=ID|VAR][,x2=ID|VAR])"
                 ))
             }
-        },
-    };
-    Ok(Box::new(OpSubject::with_paths(preset, paths, knobs)?))
+        }
+    }
+    let s = OpSubject::with_paths(preset, paths, &knobs)?;
+    Ok(Box::new(if seen.is_empty() {
+        s
+    } else {
+        s.labelled(spec.to_string())
+    }))
 }
 
 /// Reads a dispatch table file (bounded before reading).
@@ -98,7 +128,6 @@ fn dispatch_table(path: &str) -> Result<Dispatch, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subject::ScaleKind;
 
     #[test]
     fn kinds_and_knobs() {

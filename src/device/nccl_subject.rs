@@ -1,5 +1,6 @@
 //! The NCCL ops on several GPUs as a checker subject:
-//! `nccl:PRESET[,world=W][,paths=SET]` (feature `nccl`).
+//! `nccl:PRESET[,world=W][,paths=SET][,x1=ID|VAR][,x2=ID|VAR]` (feature
+//! `nccl`).
 //!
 //! # Contract
 //! - PRESET is an all-gather-matmul preset that is a CPU subject (`op:`):
@@ -18,9 +19,10 @@
 //!   (`device::collective`'s runner). [`Subject::run_on_rank`] answers rank
 //!   r's copy of the requested rows; `run` is rank 0's.
 //! - W comes from `world=W`, else the `world_size` knob, else the preset's
-//!   default (2); both given and different is refused. The other knobs are
-//!   those of `op:` (`deterministic_comm` is accepted and has no effect: the
-//!   all-gather copies bytes).
+//!   default (2); `x1=`/`x2=` set the MX scale kinds as the
+//!   `x1_scales`/`x2_scales` knobs do (an option and a knob that disagree
+//!   are refused). The other knobs are those of `op:` (`deterministic_comm`
+//!   is accepted and has no effect: the all-gather copies bytes).
 //! - The GPUs (0..W) and their communicators are opened once per subject,
 //!   at its first run. Fewer GPUs than W, no driver or NCCL library, or
 //!   NVLink multicast not disabled (`NCCL_NVLS_ENABLE=0`) is
@@ -32,7 +34,7 @@
 
 use crate::op::path_sets::{self, PathSet};
 use crate::op::subject::OpSubject;
-use crate::subject::{Knobs, Subject};
+use crate::subject::{Knobs, ScaleKind, Subject};
 
 /// The default path set.
 pub const DEFAULT_PATHS: &str = "fma";
@@ -44,20 +46,26 @@ pub struct NcclSpec {
     /// `world=W` when given.
     pub world: Option<usize>,
     pub paths: &'static PathSet,
+    /// `x1=` / `x2=` when given.
+    pub x1: Option<ScaleKind>,
+    pub x2: Option<ScaleKind>,
 }
 
 impl NcclSpec {
-    /// Parses the argument of `nccl:` (`PRESET[,world=W][,paths=SET]`); Err:
-    /// one line.
+    /// Parses the argument of `nccl:` (`PRESET[,world=W][,paths=SET][,x1=K][,x2=K]`);
+    /// Err: one line.
     pub fn parse(arg: &str) -> Result<NcclSpec, String> {
         let spec = format!("nccl:{arg}");
         let mut parts = arg.split(',');
         let preset = parts.next().unwrap_or("").trim();
         if preset.is_empty() {
-            return Err(format!("subject '{spec}': expected nccl:PRESET[,world=W][,paths=SET]"));
+            return Err(format!(
+                "subject '{spec}': expected nccl:PRESET[,world=W][,paths=SET][,x1=ID|VAR][,x2=ID|VAR]"
+            ));
         }
         let mut world = None;
         let mut paths = None;
+        let (mut x1, mut x2) = (None, None);
         for opt in parts {
             match opt.split_once('=') {
                 Some(("world", w)) if world.is_none() => {
@@ -71,9 +79,15 @@ impl NcclSpec {
                 Some(("paths", p)) if paths.is_none() => {
                     paths = Some(path_sets::find(p).map_err(|e| format!("subject '{spec}': {e}"))?);
                 }
+                Some(("x1", k)) if x1.is_none() => {
+                    x1 = Some(k.parse::<ScaleKind>().map_err(|e| format!("subject '{spec}': {e}"))?);
+                }
+                Some(("x2", k)) if x2.is_none() => {
+                    x2 = Some(k.parse::<ScaleKind>().map_err(|e| format!("subject '{spec}': {e}"))?);
+                }
                 _ => {
                     return Err(format!(
-                        "subject '{spec}': unexpected option '{opt}' (options: world=W, paths=SET, each at most once)"
+                        "subject '{spec}': unexpected option '{opt}' (options: world=W, paths=SET, x1=ID|VAR, x2=ID|VAR, each at most once)"
                     ))
                 }
             }
@@ -82,12 +96,25 @@ impl NcclSpec {
             preset: preset.to_string(),
             world,
             paths: paths.unwrap_or_else(|| path_sets::find(DEFAULT_PATHS).expect("the default set exists")),
+            x1,
+            x2,
         })
     }
 
-    /// The subject's name in reports.
+    /// The subject's name in reports: the preset, the world size when
+    /// given, the path set, the scale kinds when given.
     pub fn name(&self) -> String {
-        format!("nccl:{},paths={}", self.preset, self.paths.name)
+        let mut s = format!("nccl:{}", self.preset);
+        if let Some(w) = self.world {
+            s.push_str(&format!(",world={w}"));
+        }
+        s.push_str(&format!(",paths={}", self.paths.name));
+        for (k, v) in [("x1", self.x1), ("x2", self.x2)] {
+            if let Some(v) = v {
+                s.push_str(&format!(",{k}={v}"));
+            }
+        }
+        s
     }
 
     /// The CPU model of this op under `knobs` with the world size resolved
@@ -108,8 +135,16 @@ impl NcclSpec {
             }
             (a, b) => a.or(b),
         };
+        let scales = |what: &str, opt: Option<ScaleKind>, knob: Option<ScaleKind>| match (opt, knob) {
+            (Some(a), Some(b)) if a != b => Err(format!(
+                "subject '{name}': {what}={a} and the {what}_scales knob {b} disagree"
+            )),
+            (a, b) => Ok(a.or(b)),
+        };
         let knobs = Knobs {
             world_size: world,
+            x1_scales: scales("x1", self.x1, knobs.x1_scales)?,
+            x2_scales: scales("x2", self.x2, knobs.x2_scales)?,
             ..*knobs
         };
         let model = OpSubject::with_paths(&self.preset, Some(self.paths), &knobs)
@@ -364,15 +399,18 @@ mod on_gpus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subject::ScaleKind;
 
     #[test]
     fn specs_parse_and_refuse_in_one_line() {
         let s = NcclSpec::parse("agmm-v2-prefix").unwrap();
         assert_eq!((s.world, s.paths.name), (None, "fma"));
         assert_eq!(s.name(), "nccl:agmm-v2-prefix,paths=fma");
-        let s = NcclSpec::parse("agmm-v2-fixed,world=4,paths=wgmma").unwrap();
-        assert_eq!((s.world, s.paths.name), (Some(4), "wgmma"));
+        let s = NcclSpec::parse("agmm-v2-fixed,world=4,paths=wgmma,x2=VAR").unwrap();
+        assert_eq!(
+            (s.world, s.paths.name, s.x2),
+            (Some(4), "wgmma", Some(ScaleKind::Varying))
+        );
+        assert_eq!(s.name(), "nccl:agmm-v2-fixed,world=4,paths=wgmma,x2=VAR");
         let m = s.model(&Knobs::default()).unwrap();
         assert_eq!((m.name().as_str(), m.world_size()), ("op:agmm-v2-fixed,paths=wgmma", 4));
         for (arg, want) in [
@@ -382,6 +420,7 @@ mod tests {
             ("agmm-v2-prefix,paths=nope", "unknown path set 'nope'"),
             ("agmm-v2-prefix,foo", "unexpected option 'foo'"),
             ("agmm-v2-prefix,world=99999", "MAX_WORLD"),
+            ("agmm-v2-prefix,x2=BIG", "unknown scale kind 'BIG'"),
         ] {
             let e = NcclSpec::parse(arg).unwrap_err();
             assert!(e.contains(want) && !e.contains('\n'), "{arg}: {e}");
@@ -397,6 +436,14 @@ mod tests {
                 "does not support world size 3",
             ),
             ("agmm-v2-prefix,world=2", ws(4), "disagree"),
+            (
+                "agmm-v2-prefix,x2=ID",
+                Knobs {
+                    x2_scales: Some(ScaleKind::Varying),
+                    ..Knobs::default()
+                },
+                "x2=ID and the x2_scales knob VAR disagree",
+            ),
             ("mmar-fixed", Knobs::default(), "only all-gather-matmul presets"),
             ("agmm-v2-coupled", Knobs::default(), "does not re-round x1"),
             ("nope", Knobs::default(), "only all-gather-matmul"),

@@ -108,6 +108,8 @@ pub struct OpSubject {
     preset: &'static str,
     /// The path set in place of the preset's own paths (`,paths=SET`).
     paths: Option<&'static PathSet>,
+    /// The name reports use, when the spec had options (`op:P,x2=VAR`).
+    label: Option<String>,
     kind: Kind,
     world_size: usize,
     x1: ScaleKind,
@@ -215,6 +217,7 @@ impl OpSubject {
                 Ok(OpSubject {
                     preset: p.name,
                     paths,
+                    label: None,
                     world_size: ws,
                     x1: knobs.x1_scales.unwrap_or(ScaleKind::Identity),
                     x2: knobs.x2_scales.unwrap_or(ScaleKind::Identity),
@@ -230,6 +233,7 @@ impl OpSubject {
                 Ok(OpSubject {
                     preset: p.name,
                     paths: None,
+                    label: None,
                     world_size: 1,
                     x1: ScaleKind::Identity,
                     x2: ScaleKind::Identity,
@@ -239,6 +243,13 @@ impl OpSubject {
             }
             _ => Err(format!("op:{name} is not a subject")),
         }
+    }
+
+    /// The same subject reported under `name` (the spec as written, when it
+    /// set options such as `x2=VAR`).
+    pub fn labelled(mut self, name: String) -> OpSubject {
+        self.label = Some(name);
+        self
     }
 
     fn unsupported(&self, why: impl Into<String>) -> SubjectError {
@@ -565,6 +576,9 @@ fn mix(h: u64) -> u64 {
 
 impl Subject for OpSubject {
     fn name(&self) -> String {
+        if let Some(l) = &self.label {
+            return l.clone();
+        }
         match self.paths {
             Some(s) => format!("op:{},paths={}", self.preset, s.name),
             None => format!("op:{}", self.preset),
