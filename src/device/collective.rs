@@ -335,7 +335,16 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
     }
 
     fn requant(gpu: &Gpu, cache_src: &str, n: usize, k: usize, c: &[u8], s: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
-        let module = gpu.compile("requant_e4m3", cache_src, Arch::Sm90)?;
+        // compiled once per process (NVRTC with cuda_fp8.h is slow), loaded per call
+        static PTX: std::sync::Mutex<Option<cudarc::nvrtc::Ptx>> = std::sync::Mutex::new(None);
+        let ptx = {
+            let mut p = PTX.lock().expect("ptx lock");
+            if p.is_none() {
+                *p = Some(crate::device::gpu::compile_ptx("requant_e4m3", cache_src, Arch::Sm90)?);
+            }
+            p.clone().expect("compiled above")
+        };
+        let module = gpu.ctx.load_module(ptx).map_err(driver_err("load requant"))?;
         let f = gpu.function(&module, "requant_e4m3")?;
         let st = &gpu.stream;
         let dc = st.clone_htod(c).map_err(driver_err("upload x2"))?;

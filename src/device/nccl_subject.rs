@@ -28,6 +28,10 @@
 //!   NVLink multicast not disabled (`NCCL_NVLS_ENABLE=0`) is
 //!   [`SubjectError::Broken`] with one line (the check stops; exit 2).
 //!   Sizes are bounded before anything is allocated on a device.
+//! - One GPU run yields every rank's copy of the batch; each copy is handed
+//!   out once (asking a rank of the same job again runs the op again), so
+//!   the rank family compares the copies of one run and the repeat family
+//!   compares real runs.
 //! - Without feature `nccl` the spec still parses (errors in the spec are
 //!   reported as such) and building the subject is one line saying to
 //!   rebuild with the feature.
@@ -188,10 +192,9 @@ mod on_gpus {
     use crate::op::{Inputs, Tensor};
     use crate::order::InType;
     use crate::subject::{Subject, SubjectError};
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
-    /// Most distinct jobs whose per-rank outputs are kept (the checker asks
-    /// each rank, and often the same rows, of one job in turn).
+    /// Most distinct jobs whose unread rank outputs are kept.
     const KEPT_JOBS: usize = 8;
 
     /// Most elements of one rank's output or of x1 (`M x N`, `M x K`).
@@ -217,15 +220,19 @@ mod on_gpus {
 
     type JobKey = (usize, usize, usize, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
 
-    /// Every rank's output `[M, N]`.
-    type PerRank = Arc<Vec<Vec<f32>>>;
+    /// The rank outputs `[M, N]` of one GPU run not handed out yet.
+    type Unread = Vec<Option<Vec<f32>>>;
 
     pub struct NcclSubject {
         spec: NcclSpec,
         model: OpSubject,
         world: usize,
         state: Mutex<State>,
-        kept: Mutex<Vec<(JobKey, PerRank)>>,
+        /// One GPU run yields every rank's copy; each copy is handed out at
+        /// most once, so asking a rank again re-runs the op (the repeat
+        /// family sees real runs) while the other ranks of one run are the
+        /// same batch's copies (the rank family's comparison).
+        kept: Mutex<Vec<(JobKey, Unread)>>,
     }
 
     impl NcclSubject {
@@ -269,8 +276,9 @@ mod on_gpus {
             })
         }
 
-        /// Every rank's output `[M, N]` of the job, run on the GPUs once.
-        fn outputs(&self, job: AgmmJob) -> Result<PerRank, SubjectError> {
+        /// Rank `rank`'s output `[M, N]` of the job: an unread copy of an
+        /// earlier run of the same job, else a new run on the GPUs.
+        fn output(&self, job: AgmmJob, rank: usize) -> Result<Vec<f32>, SubjectError> {
             let s = &job.spec;
             let key: JobKey = (
                 s.m(),
@@ -281,8 +289,15 @@ mod on_gpus {
                 job.c2.clone(),
                 job.s2.clone(),
             );
-            if let Some((_, o)) = self.kept.lock().expect("lock").iter().find(|(k, _)| *k == key) {
-                return Ok(o.clone());
+            {
+                let mut kept = self.kept.lock().expect("lock");
+                if let Some(i) = kept.iter().position(|(k, o)| *k == key && o[rank].is_some()) {
+                    let out = kept[i].1[rank].take().expect("checked");
+                    if kept[i].1.iter().all(Option::is_none) {
+                        kept.remove(i);
+                    }
+                    return Ok(out);
+                }
             }
             let mut state = self.state.lock().expect("lock");
             if let State::NotYet = *state {
@@ -309,13 +324,22 @@ mod on_gpus {
             let (outs, _notes) =
                 two_gpu::agmm(&open.ranks, &mut open.caches, s, &inputs).map_err(|e| self.device_err(e))?;
             drop(state);
-            let outs = Arc::new(outs);
+            if outs.len() != self.world {
+                return Err(SubjectError::Failed {
+                    subject: self.name(),
+                    why: format!("{} rank outputs from a world of {}", outs.len(), self.world),
+                });
+            }
+            let mut outs: Unread = outs.into_iter().map(Some).collect();
+            let mine = outs[rank].take().expect("one output per rank");
             let mut kept = self.kept.lock().expect("lock");
+            // an older unread run of this job is superseded
+            kept.retain(|(k, _)| *k != key);
             if kept.len() >= KEPT_JOBS {
                 kept.remove(0);
             }
-            kept.push((key, outs.clone()));
-            Ok(outs)
+            kept.push((key, outs));
+            Ok(mine)
         }
 
         /// Refusals (no kernel for a path, a library's refusal) are per-cell
@@ -371,8 +395,7 @@ mod on_gpus {
                 SubjectError::Unsupported { why, .. } => self.unsupported(why),
                 other => other,
             })?;
-            let outs = self.outputs(job)?;
-            let mine = &outs[rank];
+            let mine = self.output(job, rank)?;
             if mine.len() != m * n {
                 return Err(SubjectError::Failed {
                     subject: self.name(),
