@@ -141,10 +141,7 @@ fn the_op_model_with_a_path_set_shows_the_anti_pattern() {
     };
     let (code, r) = bi_run(&t, "pv", &args("op:agmm-v2-prefix,paths=fma,x2=VAR"));
     assert_eq!(code, Some(1));
-    assert_eq!(
-        r["subject"]["name"].as_str().unwrap_or(""),
-        "op:agmm-v2-prefix,paths=fma,x2=VAR"
-    );
+    assert_eq!(r["subject"], "op:agmm-v2-prefix,paths=fma,x2=VAR");
     for c in r["cells"].as_array().unwrap() {
         let gather = c["path"].as_str().is_some_and(|p| p.contains("GATHER"));
         let want = if gather { "BI_FAIL" } else { "BI_PASS" };
@@ -195,9 +192,10 @@ fn position_all_compares_every_row() {
     assert_eq!(code, Some(1));
     let cell = &r["cells"][0];
     assert_eq!(cell["verdict"], "BI_FAIL", "{cell}");
-    // the first row that differs from the one before it is the first row of shard 1
-    let first = cell.to_string();
-    assert!(first.contains('4'), "{first}");
+    // the first row that differs from the one before it is the first row of
+    // shard 1 (rows 0-3 LOCAL on rank 0, rows 4-7 GATHER), and only it
+    assert_eq!(cell["first_offenders"][0]["row"], 4, "{cell}");
+    assert_eq!(cell["rows_differing"], 1, "{cell}");
     let (code, _) = bi_run(&t, "fixed", &base("op:agmm-v2-fixed,paths=fma,x2=VAR", "8"));
     assert_eq!(code, Some(0));
     // 'all' belongs to the position family only
@@ -235,7 +233,7 @@ fn explain_runs_rank_and_anchor_cells() {
     )
     .unwrap();
     let cs = case.display().to_string();
-    let (code, r) = bi_run(&t, "case", &[&cs]);
+    let (code, r) = bi_run(&t, "report", &[&cs]);
     assert_eq!(code, Some(1));
     let all = r["cells"].as_array().unwrap();
     let mut seen = 0;
