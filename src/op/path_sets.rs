@@ -10,7 +10,9 @@
 //! preset's GATHER scale point when it re-rounds x2 (`requant:…`: the
 //! anti-pattern under test) and the set's scale point otherwise, and
 //! keeping the preset's `x1_requant`. A preset without a GATHER path stays
-//! without one. The sets are those of the two-GPU collective suite
+//! without one. A preset whose GATHER order differs from its LOCAL order
+//! (the difference under test is the K loop itself) is refused: a set would
+//! erase that difference. The sets are those of the two-GPU collective suite
 //! (`device::collective::default_cases`).
 
 use serde_json::{json, Value};
@@ -50,12 +52,19 @@ pub fn find(name: &str) -> Result<&'static PathSet, String> {
 }
 
 impl PathSet {
-    /// The spec keys that put this set in place of the paths of an
-    /// all-gather-matmul spec `spec` (a resolved JSON spec).
-    pub fn apply(&self, spec: &mut Value) {
+    /// Puts this set in place of the paths of an all-gather-matmul spec
+    /// `spec` (a preset's JSON template); Err (one line) when the preset's
+    /// paths differ in their order.
+    pub fn apply(&self, spec: &mut Value) -> Result<(), String> {
         let path = |sp: &str| json!({"order": self.order, "scale_point": sp});
-        spec["local"] = path(self.scale_point);
         let gather = spec.get("gather").cloned().unwrap_or(Value::Null);
+        if gather.is_object() && gather.get("order") != spec["local"].get("order") {
+            return Err(format!(
+                "paths={} would give both paths one order, erasing the difference of this preset's GATHER order",
+                self.name
+            ));
+        }
+        spec["local"] = path(self.scale_point);
         if gather.is_object() {
             let sp = match gather.get("scale_point").and_then(Value::as_str) {
                 Some(p) if p.starts_with("requant:") => p.to_string(),
@@ -67,6 +76,7 @@ impl PathSet {
             }
             spec["gather"] = g;
         }
+        Ok(())
     }
 }
 
@@ -78,7 +88,7 @@ mod tests {
     fn applied(preset: &str, set: &str) -> crate::op::agmm::AgmmSpec {
         let p = crate::op::presets::find(preset).unwrap();
         let mut v = (p.template)();
-        find(set).unwrap().apply(&mut v);
+        find(set).unwrap().apply(&mut v).unwrap();
         match OpSpec::from_value(v).unwrap() {
             OpSpec::AllGatherMatmul(s) => s,
             _ => panic!("not agmm"),

@@ -188,7 +188,7 @@ impl OpSubject {
                 ));
             }
             let mut t = (p.template)();
-            set.apply(&mut t);
+            set.apply(&mut t).map_err(|e| format!("op:{name}: {e}"))?;
             for key in ["local", "gather"] {
                 value[key] = t[key].clone();
             }
