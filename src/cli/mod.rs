@@ -352,6 +352,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo => return demo::run(),
         Command::Explain(a) => return explain::explain(a),
         Command::Reveal(a) => return explain::reveal(a),
+        Command::Op(c) => return op::run(c),
         _ => {}
     }
     match cli.command {
@@ -367,8 +368,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Order(a) => gemm::order(a),
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
-        Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) | Command::Op(_) => {
             unreachable!("handled above")
         }
     }?;
