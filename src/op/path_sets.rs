@@ -109,6 +109,9 @@ mod tests {
         let g = s.gather.as_ref().unwrap();
         assert_eq!(g.scale_point.to_string(), "dequant");
         assert!(g.x1_requant.is_some());
+        let mut kloop = (crate::op::presets::find("agmm-v2-kloop").unwrap().template)();
+        let e = find("fma").unwrap().apply(&mut kloop).unwrap_err();
+        assert!(e.contains("erasing the difference"), "{e}");
         let e = find("nope").unwrap_err();
         assert!(e.contains("expected one of: fma, wgmma"), "{e}");
     }
