@@ -59,11 +59,17 @@ fn nccl_runs_replay_on_the_cpu_model() {
         flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).unwrap();
         let report: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(report["subject"], gpu, "{name}");
-        assert_eq!(report["summary"]["valid"], Value::Bool(true), "{name}: positive controls");
+        assert_eq!(
+            report["summary"]["valid"],
+            Value::Bool(true),
+            "{name}: positive controls"
+        );
         let gpu_cells = cells_of(&report);
         assert!(!gpu_cells.is_empty(), "{name}");
         assert!(
-            gpu_cells.iter().all(|c| c["verdict"] != "ERROR" && c["verdict"] != "NON_DET"),
+            gpu_cells
+                .iter()
+                .all(|c| c["verdict"] != "ERROR" && c["verdict"] != "NON_DET"),
             "{name}: {gpu_cells:?}"
         );
         let fails = gpu_cells.iter().filter(|c| c["verdict"] == "BI_FAIL").count();
@@ -93,7 +99,11 @@ fn nccl_runs_replay_on_the_cpu_model() {
             String::from_utf8_lossy(&o.stderr)
         );
         let model: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        assert_eq!(cells_of(&model), gpu_cells, "{name}: GPU cells differ from the CPU model's");
+        assert_eq!(
+            cells_of(&model),
+            gpu_cells,
+            "{name}: GPU cells differ from the CPU model's"
+        );
         replayed += 1;
     }
     assert!(replayed >= 8, "{replayed} runs replayed");
