@@ -23,6 +23,7 @@ pub mod path_sets;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;
+pub mod reduce_subject;
 pub mod subject;
 pub mod visibility;
 
