@@ -17,9 +17,12 @@ pub mod npy_reader;
 pub mod order_parser;
 pub mod safetensors_reader;
 
-/// Every target: its name (the binary, and the corpus folder) and body
-/// (true when the input got past parsing to the property checks).
-pub const TARGETS: &[(&str, fn(&[u8]) -> bool)] = &[
+/// A target's body: true when the input got past parsing to the property
+/// checks; a panic when a property fails.
+pub type Body = fn(&[u8]) -> bool;
+
+/// Every target: its name (the binary, and the corpus folder) and body.
+pub const TARGETS: &[(&str, Body)] = &[
     ("bi_case", bi_case::run),
     ("cast_paths", cast_paths::run),
     ("dispatch_json", dispatch_json::run),
