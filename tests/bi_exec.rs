@@ -237,20 +237,92 @@ fn a_broken_runner_is_exit_2_with_one_line_and_nothing_written() {
         );
         assert_eq!(code, 2, "{mode}: {err}");
         assert_eq!(out, "", "{mode}");
-        // stderr: the shell's own complaint (nonexistent command), then mxbi's one line
-        let last = err.lines().last().unwrap_or("");
-        assert!(
-            last.starts_with("mxbi: error: ") && last.contains(want),
-            "{mode}: {err}"
-        );
-        if !mode.is_empty() {
-            assert_eq!(err.lines().count(), 1, "{mode}: {err}");
+        // stderr: mxbi's one line; for a nonexistent command it quotes the
+        // shell's own complaint instead of letting it through
+        assert_eq!(err.lines().count(), 1, "{mode}: {err}");
+        assert!(err.starts_with("mxbi: error: ") && err.contains(want), "{mode}: {err}");
+        if mode.is_empty() {
+            assert!(
+                err.contains("; its last stderr line: \"") && err.contains("/nonexistent/runner"),
+                "{err}"
+            );
         }
         for f in ["r.json", "r.md", "r.xml", "r.partial"] {
             assert!(!e.dir.join(f).exists(), "{mode}: {f} written");
         }
         assert!(e.tmp_is_empty(), "{mode}: work folder left behind");
     }
+}
+
+#[test]
+fn a_runner_s_stderr_before_its_greeting_is_shown_once_after_it() {
+    let e = Env::new("stderr");
+    let subject = runner("ok").replacen("exec:", "exec:echo warming up >&2; ", 1);
+    let (code, _, err) = e.run(&subject, &["--family", "batch", "--keep"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.matches("warming up").count(), 1, "{err}");
+    // and it is in the log in the work folder
+    let line = err.lines().find(|l| l.contains("kept in")).expect(&err);
+    let dir = PathBuf::from(line.rsplit("kept in ").next().unwrap());
+    let log = std::fs::read_to_string(dir.join("runner-stderr.log")).unwrap();
+    assert_eq!(log, "warming up\n");
+}
+
+#[test]
+fn a_switch_partner_runner_is_told_the_other_subject_s_input_type() {
+    // a runner that refuses any job whose input type is not bf16, against
+    // a model that reads bf16: without --input it gets bf16 jobs, whichever
+    // side it is on
+    let e = Env::new("input");
+    let bf16_runner = runner("need-bf16");
+    for (subject, vs) in [
+        ("model:hopper-bf16", bf16_runner.as_str()),
+        (bf16_runner.as_str(), "model:hopper-bf16"),
+    ] {
+        let json = e.path("r.json");
+        let (code, _, err) = e.mxbi(&[
+            "bi",
+            "run",
+            "--subject",
+            subject,
+            "--vs",
+            vs,
+            "--family",
+            "switch",
+            "--m",
+            "1,2",
+            "--k",
+            "32",
+            "--n",
+            "4",
+            "--json",
+            &json,
+        ]);
+        // the orders differ (a fused bf16 sum vs muladd): BI_FAIL, not ERROR
+        assert_eq!(code, 1, "{subject} vs {vs}: {err}");
+        let r = e.json("r.json");
+        assert_eq!(r["input"], "bf16");
+        assert!(verdicts(&r).iter().all(|v| v == "BI_FAIL"), "{:?}", verdicts(&r));
+    }
+    // against an f32 model it is told f32 and refuses every job (the check can fail)
+    let (code, _, err) = e.mxbi(&[
+        "bi",
+        "run",
+        "--subject",
+        "model:muladd",
+        "--vs",
+        &bf16_runner,
+        "--family",
+        "switch",
+        "--m",
+        "1,2",
+        "--k",
+        "32",
+        "--n",
+        "4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bf16 runner given f32 inputs"), "{err}");
 }
 
 #[test]
@@ -412,4 +484,49 @@ fn bad_options_are_refused() {
     let (code, _, err) = e.run("dump:/nonexistent/dump", &["--family", "batch"]);
     assert_eq!(code, 2);
     assert!(err.contains("mxbi bi gen --out"), "{err}");
+}
+
+#[test]
+fn a_case_resolves_its_relative_paths_against_its_own_folder() {
+    // a dump folder and a runner next to the case file; mxbi runs elsewhere
+    let e = Env::new("case-paths");
+    let cases = e.dir.join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    let dump = cases.join("dump").display().to_string();
+    let (code, _, err) = gen(&e, &dump, &[]);
+    assert_eq!(code, 0, "{err}");
+    fill(&dump, "ok");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runners/stdlib_runner.py"),
+        cases.join("runner.py"),
+    )
+    .unwrap();
+    let write = |name: &str, subject: &str, families: &str, m: &str| {
+        let p = cases.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"schema": "mxbi-bi-case/1", "subject": "{subject}", "vs": "model:muladd", "families": {families}, "m": {m}, "k": 16, "n": 4}}"#
+            ),
+        )
+        .unwrap();
+        p.display().to_string()
+    };
+    let all: Vec<String> = ALL.split(',').map(|f| format!("\"{f}\"")).collect();
+    let all = format!("[{}]", all.join(", "));
+    let dump_case = write("dump.json", "dump:dump", &all, "[1, 2, 3, 5]");
+    let exec_case = write("exec.json", "exec:python3 runner.py ok", "[\"switch\"]", "[1, 2]");
+    let missing = write("missing.json", "dump:nope", "[\"batch\"]", "[1, 2]");
+    assert_ne!(std::env::current_dir().unwrap(), cases);
+    let (code, out, err) = e.mxbi(&["bi", "run", &dump_case]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0 BI_FAIL"), "{out}");
+    let (code, out, err) = e.mxbi(&["bi", "run", &exec_case]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("2 BI_PASS"), "{out}");
+    // the error names the resolved folder
+    let (code, _, err) = e.mxbi(&["bi", "run", &missing]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&cases.join("nope").display().to_string()), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

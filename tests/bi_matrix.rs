@@ -4,7 +4,7 @@
 //! matrices, and the preset-by-family table of docs/OPS.md (generated here
 //! by running the checker).
 
-use mxbi::bi::{builtin, run_matrix, CheckOptions, Family, Job, Report, RowPos, Verdict};
+use mxbi::bi::{builtin, run_matrix, CheckOptions, Draw, Family, Job, Report, RowPos, Verdict};
 use mxbi::op::subject::OpSubject;
 use mxbi::order::InType;
 use mxbi::subject::{Dispatch, Knobs, Model, ScaleKind, Subject};
@@ -14,13 +14,13 @@ fn factory(preset: &'static str) -> impl Fn(&Knobs) -> Result<Box<dyn Subject>, 
 }
 
 /// The seed-000 jobs with K <= 256 and N = 64 (every world size, M per
-/// rank, row, scale pair and communication setting).
+/// rank, row, scale pair and communication setting), vacuity probes aside.
 fn seed000_slice() -> Vec<Job> {
     let plain = OpSubject::new("agmm-v2-fixed", &Knobs::default()).unwrap();
     builtin("seed000", &plain)
         .unwrap()
         .into_iter()
-        .filter(|j| j.opts.k <= 256 && j.opts.n == 64)
+        .filter(|j| j.opts.k <= 256 && j.opts.n == 64 && j.draw == Draw::Wide)
         .collect()
 }
 
@@ -32,11 +32,103 @@ fn run(preset: &'static str, jobs: &[Job]) -> Report {
 fn seed000_has_the_proposed_shape() {
     let plain = OpSubject::new("agmm-v2-fixed", &Knobs::default()).unwrap();
     let jobs = builtin("seed000", &plain).unwrap();
+    let (proposal, probes): (Vec<&Job>, Vec<&Job>) = jobs.iter().partition(|j| j.draw == Draw::Wide);
     // WS 3 x scales 4 x det 2 x K 5 x N 4 jobs, each M per rank 6 x rows 3
-    assert_eq!(jobs.len(), 3 * 4 * 2 * 5 * 4);
-    let listed: usize = jobs.iter().map(|j| j.opts.ms.len() * j.opts.positions.len()).sum();
+    assert_eq!(proposal.len(), 3 * 4 * 2 * 5 * 4);
+    let listed: usize = proposal.iter().map(|j| j.opts.ms.len() * j.opts.positions.len()).sum();
     assert_eq!(listed, 8640);
+    // the vacuity probes: every scale pair at WS 2, M per rank 1 and 4, K 128
+    assert_eq!(probes.len(), 4);
+    assert!(probes
+        .iter()
+        .all(|j| j.draw == Draw::Unit && j.opts.k == 128 && j.opts.ms == [2, 8]));
     assert!(jobs.iter().all(|j| j.opts.families == [Family::Content]));
+}
+
+/// The probes of seed000 and, for each, the same setting and shape with
+/// the proposal's inputs (its neighbour in the matrix).
+fn probes_and_neighbours() -> Vec<Job> {
+    let plain = OpSubject::new("agmm-v2-fixed", &Knobs::default()).unwrap();
+    let jobs = builtin("seed000", &plain).unwrap();
+    let probes: Vec<Job> = jobs.iter().filter(|j| j.draw == Draw::Unit).cloned().collect();
+    let mut out = probes.clone();
+    for p in &probes {
+        let n = jobs
+            .iter()
+            .find(|j| j.draw == Draw::Wide && j.knobs == p.knobs && (j.opts.k, j.opts.n) == (p.opts.k, p.opts.n))
+            .expect("every probe has a neighbour in the proposal's cells");
+        out.push(Job {
+            opts: CheckOptions {
+                ms: p.opts.ms.clone(),
+                ..n.opts.clone()
+            },
+            ..n.clone()
+        });
+    }
+    out
+}
+
+#[test]
+fn seed000_flags_its_vacuity_probes_vacuous_and_their_neighbours_not() {
+    let jobs = probes_and_neighbours();
+    for preset in ["agmm-v2-fixed", "agmm-v2-prefix"] {
+        let r = run(preset, &jobs);
+        assert!(r.summary.valid, "{}", r.summary_line());
+        // 4 probe settings and 4 neighbours, each M = 2 (rows 0, 1) and M = 8 (0, mid, last)
+        assert_eq!(r.cells.len(), 8 * 5);
+        for c in &r.cells {
+            let probe = c.inputs == Some(Draw::Unit);
+            assert_eq!(probe, c.id.contains("/inputs=unit/"), "{}", c.id);
+            let id_id =
+                c.knobs.x1_scales == Some(ScaleKind::Identity) && c.knobs.x2_scales == Some(ScaleKind::Identity);
+            // (ID, ID) in one binade: every partial sum is exact, the
+            // contrast orders agree, a pass proves nothing; with VAR scales
+            // (the subject's own) or the usual inputs a pass counts
+            let want = if probe && id_id {
+                Verdict::Vacuous
+            } else {
+                Verdict::Pass
+            };
+            assert_eq!(c.verdict, want, "{preset} {}: {:?}", c.id, c.reason);
+            if want == Verdict::Vacuous {
+                assert!(c.reason.as_deref().unwrap().contains("no order change could show"));
+            }
+        }
+        assert_eq!(r.count(Verdict::Vacuous), 5, "{preset}");
+        // the arithmetic: 8 jobs x (2 + 3) cells listed... at M = 2 mid = last
+        let m = r.matrix.as_ref().unwrap();
+        assert_eq!((m.listed, m.probes, m.merged, m.skipped, m.cells), (48, 24, 8, 0, 40));
+    }
+    // a probe cell that differs is a failure, never vacuous: the coupled
+    // preset's gathered rows under VAR x1 scales
+    let r = run("agmm-v2-coupled", &jobs);
+    assert!(r
+        .cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Vacuous)
+        .all(|c| c.knobs.x1_scales == Some(ScaleKind::Identity) && c.knobs.x2_scales == Some(ScaleKind::Identity)));
+}
+
+#[test]
+fn the_seed000_report_states_its_arithmetic() {
+    // the whole matrix's plan on shard 0 of 400 (the cells are counted, a
+    // few run): 8,640 listed + 24 probes, 160 + 4 merged at M = 2
+    let plain = OpSubject::new("agmm-v2-fixed", &Knobs::default()).unwrap();
+    let jobs = builtin("seed000", &plain).unwrap();
+    let r = run_matrix(&jobs, &factory("agmm-v2-fixed"), Some((0, 400)), &|_, _| {}).unwrap();
+    let m = r.matrix.clone().unwrap();
+    assert_eq!(
+        (m.listed, m.probes, m.merged, m.skipped, m.cells),
+        (8640 + 24, 24, 160 + 4, 0, 8480 + 20)
+    );
+    assert_eq!(m.listed, m.merged + m.skipped + m.cells);
+    assert_eq!(r.cells.len(), m.cells.div_ceil(400));
+    let text = r.text();
+    assert!(
+        text.contains("8,664 cells listed (24 of them vacuity probes) - 164 merged (two positions naming one row, e.g. mid = last at M = 2) - 0 skipped (nothing to compare) = 8,500 distinct cells; this shard ran 22"),
+        "{text}"
+    );
+    assert!(r.markdown().contains("= 8,500 distinct cells"));
 }
 
 #[test]
@@ -102,6 +194,7 @@ fn rank_job(ws: usize, x1: ScaleKind, x2: ScaleKind, families: &[Family]) -> Job
             input: InType::E4M3,
             repeats: 2,
         },
+        draw: Draw::Wide,
     }
 }
 
@@ -154,6 +247,7 @@ fn a_one_device_subject_has_no_rank_cells() {
             input: InType::F32,
             repeats: 2,
         },
+        draw: Draw::Wide,
     };
     let e = run_matrix(
         &[job],
@@ -225,14 +319,30 @@ fn te_anchor_and_edges_follow_the_subject() {
         &|_, _| {},
     )
     .unwrap();
-    // the row alone (M = 1, fma) vs in batches: the table changes order above 16
+    // the row alone (M = 1, fma) vs at 0, mid and last of each batch: the
+    // table changes order above 16
+    assert_eq!(jobs[0].opts.families, [Family::Anchor]);
     for c in &r.cells {
         let want = if c.m <= 16 { Verdict::Pass } else { Verdict::Fail };
         assert_eq!(c.verdict, want, "{}", c.id);
+        assert!(c.id.starts_with("anchor/m="), "{}", c.id);
     }
-    // the batch family compares the same index in both batches: with the
-    // row alone as baseline, 0, mid and last are all row 0
-    assert_eq!(r.cells.len(), 6);
+    // 6 M x 3 positions, but at M = 2 mid and last are one row
+    assert_eq!(r.cells.len(), 17);
+    let rows_at = |m: usize| {
+        r.cells
+            .iter()
+            .filter(|c| c.m == m)
+            .map(|c| c.row.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows_at(2), ["0", "mid"]);
+    assert_eq!(rows_at(257), ["0", "mid", "last"]);
+    // the failing mid and last cells name the row where it sat in the batch
+    let last = r.cells.iter().find(|c| c.m == 257 && c.row == "last").unwrap();
+    assert_eq!(last.diff.first_offenders[0].row, 256);
+    let m = r.matrix.as_ref().unwrap();
+    assert_eq!((m.listed, m.merged, m.skipped, m.cells), (18, 1, 0, 17));
     let edges = builtin("edges", &d).unwrap();
     for m in [15, 16, 17, 199, 200, 201] {
         assert!(edges[0].opts.ms.contains(&m), "{m}");

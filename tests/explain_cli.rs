@@ -179,6 +179,25 @@ fn reveal_a_model_subject() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["order"], "fma;lanes=8");
     assert_eq!(v["shared_tree"], true);
+    // MX inputs: probed per block through the scales
+    let o = mxbi(&[
+        "reveal",
+        "--subject",
+        "model:fma;split=2;scale=block",
+        "--input",
+        "mxfp8-e4m3",
+        "--m",
+        "4",
+        "--k",
+        "512",
+        "--n",
+        "32",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["order"], "fma;split=2;scale=block");
+    assert_eq!(v["mx"], "mxfp8-e4m3");
     let o = mxbi(&["reveal", "--subject", "model:fma", "--m", "4", "--k", "1", "--n", "4"]);
     assert_eq!(o.status.code(), Some(2));
     let o = mxbi(&["reveal", "--m", "4", "--k", "8", "--n", "4"]);

@@ -27,9 +27,11 @@ jobs=${MXBI_BI_JOBS:-12}
 # stages (comma-separated): smoke (each runner's output vs the f64 product), vendor
 # (cuBLAS/cuBLASLt live checks and a switch against the CPU model), vendor2 (see there),
 # cuda (generated
-# kernels), dumps (the dump captures), runners (live checks through exec:, and
-# switches between the library subjects and the runners that call the same library)
-stages=,${MXBI_BI_STAGES:-smoke,vendor,vendor2,cuda,dumps,runners},
+# kernels), dumps (the dump captures), runners (live checks through exec:),
+# switches (the library subjects against the runners that call the same library;
+# the runner is told the library's input type), anchor (the te-anchor matrix,
+# seed 001's table, on the bf16 library subjects and the torch bf16 runner)
+stages=,${MXBI_BI_STAGES:-smoke,vendor,vendor2,cuda,dumps,runners,switches,anchor},
 on() { case "$stages" in *,$1,*) return 0;; esac; return 1; }
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/local/cuda/lib64}
 export PYTHONUNBUFFERED=1
@@ -132,8 +134,17 @@ runner torch-linear-f32-tf32off f32 no "python3 $ex/runner_torch.py linear f32 -
 runner torch-linear-f32-tf32on f32 no "python3 $ex/runner_torch.py linear f32 --tf32 on"
 # a library subject and a runner that calls the same library on the same batches
 live sgemm-vs-torch-matmul-f32 cublas:sgemm --vs "exec:python3 $ex/runner_torch.py matmul f32 --tf32 off" --family switch --m 1,17,128,1024 --k 2048 --n 2048
-live gemmex-bf16-vs-torch-matmul-bf16 cublas:gemmex-bf16 --vs "exec:python3 $ex/runner_torch.py matmul bf16" --input bf16 --family switch --m 1,17,128,1024 --k 2048 --n 2048
-live lt-fp8-tensor-vs-scaled-mm cublaslt:fp8-tensor --vs "exec:python3 $ex/runner_torch_scaled_mm.py" --input e4m3 --family switch --m 16,128,1024 --k 2048 --n 2048
+}
+# the runner is told the library subject's input type (bf16, e4m3) without --input
+on switches && {
+live gemmex-bf16-vs-torch-matmul-bf16 cublas:gemmex-bf16 --vs "exec:python3 $ex/runner_torch.py matmul bf16" --family switch --m 1,17,128,1024 --k 2048 --n 2048
+live lt-fp8-tensor-vs-scaled-mm cublaslt:fp8-tensor --vs "exec:python3 $ex/runner_torch_scaled_mm.py" --family switch --m 16,128,1024 --k 2048 --n 2048
+}
+# seed 001's table: the row alone vs at 0, mid, last of M 2..1024, K = N = 2048, bf16
+on anchor && {
+live te-anchor-cublas-gemmex-bf16 cublas:gemmex-bf16 --matrix te-anchor
+live te-anchor-cublaslt-bf16 cublaslt:bf16 --matrix te-anchor
+live te-anchor-torch-matmul-bf16 "exec:python3 $ex/runner_torch.py matmul bf16" --matrix te-anchor
 }
 # vendor2: the runs of `vendor` that need less work or another M list: at K = 7168 the
 # bf16/FP8 subjects by the batch family alone (row 0 against M = 1, the vendor table's

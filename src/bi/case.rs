@@ -62,7 +62,9 @@ pub struct Case {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The subject under test, as `--subject` spells it (e.g.
-    /// "model:fma;split=4", "dispatch:table.json").
+    /// "model:fma;split=4", "dispatch:table.json"). A relative `dispatch:`
+    /// or `dump:` path is relative to the case file's folder, and an
+    /// `exec:` runner starts in that folder (so does `vs`).
     pub subject: String,
     /// A second subject for the `switch` family.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,9 +81,9 @@ pub struct Case {
     pub k: usize,
     /// The output width.
     pub n: usize,
-    /// Target-row positions for content, batch and position: indices, "mid"
-    /// or "last" (default: standard.bi.row_positions, else 0, mid, last; the
-    /// position family: 0, 1, 2, 3, 7, 15, 31, mid, last).
+    /// Target-row positions for content, batch, position, anchor and rank:
+    /// indices, "mid" or "last" (default: standard.bi.row_positions, else
+    /// 0, mid, last; the position family: 0, 1, 2, 3, 7, 15, 31, mid, last).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub positions: Option<Vec<Pos>>,
     /// The seed every input row is drawn from (default 1).
@@ -349,12 +351,15 @@ impl Case {
             }
         }
         if self.positions.is_some()
-            && !families
-                .iter()
-                .any(|f| matches!(f, Family::Content | Family::Batch | Family::Position))
+            && !families.iter().any(|f| {
+                matches!(
+                    f,
+                    Family::Content | Family::Batch | Family::Position | Family::Anchor | Family::Rank
+                )
+            })
         {
             return Err(format!(
-                "positions are given but no family uses them (families [{}]; positions apply to content, batch and position)",
+                "positions are given but no family uses them (families [{}]; positions apply to content, batch, position, anchor and rank)",
                 names(&families)
             ));
         }

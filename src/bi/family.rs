@@ -17,10 +17,14 @@ pub enum Family {
     Switch,
     /// The same global row on every rank of a multi-device subject.
     Rank,
+    /// The row at position 0 of a batch of the first M listed (1: the row
+    /// alone) vs at each target position of a batch of every other M:
+    /// seed 001's anchor-row table.
+    Anchor,
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 8] = [
         Family::Content,
         Family::Batch,
         Family::Position,
@@ -28,6 +32,7 @@ impl Family {
         Family::Repeat,
         Family::Switch,
         Family::Rank,
+        Family::Anchor,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -39,6 +44,7 @@ impl Family {
             Family::Repeat => "repeat",
             Family::Switch => "switch",
             Family::Rank => "rank",
+            Family::Anchor => "anchor",
         }
     }
 }

@@ -4,11 +4,54 @@
 
 use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
+
+/// How input values are drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Draw {
+    /// Random sign and significand, exponent within +-8 of 1 (8-bit types:
+    /// magnitudes in [1/64, 64]; others [1/256, 256]): sums are inexact.
+    #[default]
+    Wide,
+    /// Random sign and significand in one binade, magnitudes in [1, 2): with
+    /// e4m3 (4 significant bits) every product is a multiple of 2^-6 below
+    /// 4, so every partial sum of fewer than 2^16 of them is exact in f32
+    /// and no accumulation order can change the result (the vacuity probes
+    /// of the `seed000` matrix).
+    Unit,
+}
+
+impl Draw {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Draw::Wide => "wide",
+            Draw::Unit => "unit",
+        }
+    }
+}
 
 /// One input value of type `ty` (the element type an order's steps read;
-/// f32 for fma/muladd): random sign and significand, exponent within +-8 of
-/// 1 (narrower for 8-bit types), never zero, Inf or NaN.
-fn draw(ty: InType, r: &mut SplitMix64) -> f32 {
+/// f32 for fma/muladd) drawn as `how` says; never zero, Inf or NaN.
+fn draw(ty: InType, how: Draw, r: &mut SplitMix64) -> f32 {
+    if how == Draw::Unit {
+        return loop {
+            let sign = (r.next_u32() & 1) << 31;
+            let v = f32::from_bits(sign | 127 << 23 | (r.next_u32() & 0x7F_FFFF));
+            // keep the significand bits the type has (round toward zero
+            // stays in [1, 2))
+            let v = match ty.format() {
+                None => v,
+                Some(f) => {
+                    let drop = 23 - f.minifloat().map_or(23, |m| m.mbits);
+                    f32::from_bits(v.to_bits() >> drop << drop)
+                }
+            };
+            if v.is_finite() {
+                break v;
+            }
+        };
+    }
     match ty.format() {
         None => {
             let sign = (r.next_u32() & 1) << 31;
@@ -45,24 +88,37 @@ pub struct Rows {
     pub k: usize,
     pub n: usize,
     pub ty: InType,
+    pub draw: Draw,
     /// B, `[K, N]` row-major.
     pub b: Vec<f32>,
 }
 
 impl Rows {
+    /// Rows drawn [`Draw::Wide`] (every check but the vacuity probes).
     pub fn new(seed: u64, k: usize, n: usize, ty: InType) -> Rows {
+        Rows::drawn(seed, k, n, ty, Draw::Wide)
+    }
+
+    pub fn drawn(seed: u64, k: usize, n: usize, ty: InType, how: Draw) -> Rows {
         let mut b = Vec::with_capacity(k * n);
         for kk in 0..k {
             let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
-            b.extend((0..n).map(|_| draw(ty, &mut r)));
+            b.extend((0..n).map(|_| draw(ty, how, &mut r)));
         }
-        Rows { seed, k, n, ty, b }
+        Rows {
+            seed,
+            k,
+            n,
+            ty,
+            draw: how,
+            b,
+        }
     }
 
     /// One row of A, a function of the seed and the row id only.
     pub fn row(&self, id: u64) -> Vec<f32> {
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);
-        (0..self.k).map(|_| draw(self.ty, &mut r)).collect()
+        (0..self.k).map(|_| draw(self.ty, self.draw, &mut r)).collect()
     }
 
     /// A batch: the rows with these ids, in this order, `[ids.len(), K]`.
@@ -94,8 +150,11 @@ mod tests {
 
     #[test]
     fn values_are_representable_and_finite() {
-        for ty in InType::ALL {
-            let r = Rows::new(1, 256, 4, ty);
+        for (ty, how) in InType::ALL.into_iter().flat_map(|t| [(t, Draw::Wide), (t, Draw::Unit)]) {
+            let r = Rows::drawn(1, 256, 4, ty, how);
+            if how == Draw::Unit {
+                assert!(r.b.iter().all(|v| (1.0..2.0).contains(&v.abs())));
+            }
             for v in r.row(0).into_iter().chain(r.b.iter().copied()) {
                 assert!(v.is_finite() && v != 0.0, "{}: {v}", ty.name());
                 if let Some(f) = ty.format() {

@@ -17,11 +17,18 @@
 //!   256, 512} x target row {0, mid, last} x (x1, x2) scales {ID, VAR}^2 x
 //!   deterministic communication {true, false}, family `content`, inputs in
 //!   e4m3. 8,640 cells as listed; at M = 2 `mid` and `last` are the same
-//!   row and run once, so 8,480 distinct cells.
-//! - `te-anchor`: seed 001's anchor-row table: the row alone (M = 1) vs in
-//!   batches of M {2, 17, 33, 128, 257, 1024}, K = N = 2048, bf16 inputs
-//!   (family `batch`; it compares the same index in both batches, so with
-//!   the row alone as baseline the positions 0, mid, last are all row 0).
+//!   row and run once, so 8,480 distinct cells. Then 24 vacuity probes
+//!   (20 distinct cells): world size 2, M per rank {1, 4}, K = 128, N = 64,
+//!   every scale pair, deterministic communication, inputs drawn in one
+//!   binade ([`Draw::Unit`], id segment `inputs=unit`): with (ID, ID)
+//!   scales every partial sum is exact, so a passing cell there must be
+//!   reported `VACUOUS`; the VAR pairs (scales of the subject's own choosing)
+//!   and the same cells with the usual inputs must not be.
+//!   The report's [`super::MatrixInfo`] states the arithmetic.
+//! - `te-anchor`: seed 001's anchor-row table: the row alone (M = 1) vs
+//!   the same row at positions 0, mid and last of batches of M {2, 17, 33,
+//!   128, 257, 1024}, K = N = 2048, bf16 inputs (family `anchor`; 18 cells
+//!   listed, 17 run: at M = 2 mid and last are one row).
 //! - `edges`: M from the subject's own boundaries ([`super::edge_ms`]; only
 //!   multiples of its world size), families `batch` (baseline: the
 //!   smallest M) and `content`, K = 1024, N = 64.
@@ -31,17 +38,20 @@
 
 use super::edge_ms;
 use super::family::{Family, RowPos};
-use super::report::Report;
-use super::run::{control, plans, run_plan, CheckOptions, Limits, Plan, Session};
+use super::inputs::Draw;
+use super::report::{MatrixInfo, Report};
+use super::run::{control, listed, plans, run_plan, CheckOptions, Limits, Plan, Session};
 use crate::order::InType;
 use crate::subject::{Knobs, ScaleKind, Subject};
 use std::collections::BTreeMap;
 
-/// One job of a matrix: a subject setting and one check's options.
+/// One job of a matrix: a subject setting, one check's options and how
+/// its inputs are drawn.
 #[derive(Clone, Debug)]
 pub struct Job {
     pub knobs: Knobs,
     pub opts: CheckOptions,
+    pub draw: Draw,
 }
 
 /// A subject the engine holds: borrowed from the caller or built by a
@@ -119,6 +129,7 @@ pub fn builtin(name: &str, subject: &dyn Subject) -> Result<Vec<Job>, String> {
                                             n,
                                             InType::E4M3,
                                         ),
+                                        draw: Draw::Wide,
                                     });
                                 }
                             }
@@ -126,17 +137,33 @@ pub fn builtin(name: &str, subject: &dyn Subject) -> Result<Vec<Job>, String> {
                     }
                 }
             }
+            // the vacuity probes (module doc)
+            for x1 in ScaleKind::ALL {
+                for x2 in ScaleKind::ALL {
+                    jobs.push(Job {
+                        knobs: Knobs {
+                            world_size: Some(2),
+                            x1_scales: Some(x1),
+                            x2_scales: Some(x2),
+                            deterministic_comm: Some(true),
+                        },
+                        opts: opts(&[Family::Content], vec![2, 8], 128, 64, InType::E4M3),
+                        draw: Draw::Unit,
+                    });
+                }
+            }
             Ok(jobs)
         }
         "te-anchor" => Ok(vec![Job {
             knobs: Knobs::default(),
             opts: opts(
-                &[Family::Batch],
+                &[Family::Anchor],
                 vec![1, 2, 17, 33, 128, 257, 1024],
                 2048,
                 2048,
                 InType::Bf16,
             ),
+            draw: Draw::Wide,
         }]),
         "edges" => {
             let ws = subject.world_size().max(1);
@@ -147,6 +174,7 @@ pub fn builtin(name: &str, subject: &dyn Subject) -> Result<Vec<Job>, String> {
             Ok(vec![Job {
                 knobs: Knobs::default(),
                 opts: opts(&[Family::Batch, Family::Content], ms, 1024, 64, InType::F32),
+                draw: Draw::Wide,
             }])
         }
         _ => Err(format!(
@@ -181,6 +209,30 @@ pub fn run_matrix(
     run_jobs(&resolved, &built, None, shard, progress)
 }
 
+/// [`run_matrix`] on one subject the caller holds (an `exec:` runner
+/// started once, a GPU context): every job must leave the knobs unset; the
+/// subject's own input type wins as there.
+pub fn run_matrix_on(
+    jobs: &[Job],
+    subject: &dyn Subject,
+    shard: Option<(usize, usize)>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    if let Some(j) = jobs.iter().find(|j| !j.knobs.is_empty()) {
+        return Err(format!(
+            "the matrix sets knobs ({}) that one subject cannot take",
+            j.knobs.id()
+        ));
+    }
+    let mut resolved = jobs.to_vec();
+    if let Some(t) = subject.input().filter(|t| *t != InType::F32) {
+        for j in &mut resolved {
+            j.opts.input = t;
+        }
+    }
+    run_jobs(&resolved, &|_| Ok(Held::Borrowed(subject)), None, shard, progress)
+}
+
 /// The engine under [`super::check`] and [`run_matrix`].
 pub(super) fn run_jobs<'a>(
     jobs: &[Job],
@@ -204,6 +256,7 @@ pub(super) fn run_jobs<'a>(
     // every cell of the whole matrix, in order
     let mut all: Vec<(usize, Plan)> = Vec::new();
     let mut families: Vec<Family> = Vec::new();
+    let mut info = MatrixInfo::default();
     for (ji, j) in jobs.iter().enumerate() {
         let ws = subjects[&j.knobs].get().world_size();
         let mut fams = j.opts.families.clone();
@@ -211,7 +264,16 @@ pub(super) fn run_jobs<'a>(
         fams.dedup();
         for f in fams {
             families.push(f);
-            all.extend(plans(&j.opts, f, ws).into_iter().map(|p| (ji, p)));
+            let planned = plans(&j.opts, f, ws);
+            let (l, merged) = listed(&j.opts, f, planned.len());
+            info.listed += l;
+            info.merged += merged;
+            info.skipped += l.saturating_sub(merged + planned.len());
+            info.cells += planned.len();
+            if j.draw == Draw::Unit {
+                info.probes += l;
+            }
+            all.extend(planned.into_iter().map(|p| (ji, p)));
             if all.len() > Limits::MAX_CELLS {
                 return Err(format!("the matrix has more than {} cells", Limits::MAX_CELLS));
             }
@@ -239,8 +301,8 @@ pub(super) fn run_jobs<'a>(
     for (done, &x) in selected.iter().enumerate() {
         let (ji, plan) = &all[x];
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
-            session = Some(Session::new(&job.opts));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw)) {
+            session = Some(Session::new(&job.opts, job.draw));
         }
         let s = session.as_mut().expect("set above");
         cells.push(run_plan(
@@ -264,18 +326,14 @@ pub(super) fn run_jobs<'a>(
             continue;
         };
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts)) {
-            session = Some(Session::new(&job.opts));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw)) {
+            session = Some(Session::new(&job.opts, job.draw));
         }
         let ws = subjects[&job.knobs].get().world_size();
         controls.push(control(plan, session.as_mut().expect("set above"), &job.opts, ws)?);
     }
     let first = subjects[&jobs[0].knobs].get();
-    Ok(Report::new(
-        first.name(),
-        vs.map(|s| s.name()),
-        &jobs[0].opts,
-        cells,
-        controls,
-    ))
+    let mut report = Report::new(first.name(), vs.map(|s| s.name()), &jobs[0].opts, cells, controls);
+    report.matrix = Some(info);
+    Ok(report)
 }

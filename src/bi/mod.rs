@@ -23,7 +23,10 @@
 //!   row as held by rank r and by rank 0 in one batch (`held`: e.g. the
 //!   GATHER copy vs the owner's LOCAL copy), and the same content placed
 //!   in rank r's shard and computed by r vs placed in rank 0's shard
-//!   (`owned`), one cell per (M, row, rank, view).
+//!   (`owned`), one cell per (M, row, rank, view); `anchor` (seed 001's
+//!   table) compares the row at position 0 of a batch of the first M
+//!   listed (1: the row alone) with the same row at each target position
+//!   (resolved in the larger batch) of a batch of every other M.
 //! - **Verdicts** ([`Verdict`]): `BI_PASS`, `BI_FAIL` (with differing
 //!   bytes, columns, ULP distance and the first offenders), `NON_DET`,
 //!   `VACUOUS` (the subject's rows agree, but so do the CPU model's rows
@@ -58,10 +61,10 @@ pub use case::{
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
-pub use inputs::{input_of, Rows};
-pub use matrix::{builtin, parse_shard, run_matrix, Factory, Job, BUILTINS};
+pub use inputs::{input_of, Draw, Rows};
+pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
-pub use report::{CaseInfo, Cell, Control, Options, Report, Summary, REPORT_SCHEMA};
+pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
 pub use run::{check_shard, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 

@@ -4,6 +4,7 @@
 use super::case::Standard;
 use super::family::Family;
 use super::grid::{knob_text, settings, sort_cells};
+use super::inputs::Draw;
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
 use crate::subject::Knobs;
@@ -29,6 +30,10 @@ pub struct Cell {
     /// The subject setting of a matrix cell (only the knobs set).
     #[serde(flatten)]
     pub knobs: Knobs,
+    /// How the inputs were drawn, when not the default (`unit`: the
+    /// vacuity probes of the `seed000` matrix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Draw>,
     /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
     /// LOCAL`: the row received by rank r vs the row in its owner's shard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,6 +88,61 @@ pub struct CaseInfo {
     pub standard: Option<Standard>,
 }
 
+/// How a matrix's cells were counted: what it lists, what merged, what
+/// ran. `listed = merged + skipped + cells`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatrixInfo {
+    /// The built-in matrix (null: jobs given by a program).
+    pub name: Option<String>,
+    /// Cells as the matrix lists them: for each setting, family and M,
+    /// every target position listed (seed000: 8,640), vacuity probes included.
+    pub listed: usize,
+    /// Of those, the vacuity probes (inputs drawn `unit`).
+    pub probes: usize,
+    /// Listed cells that are another cell because two positions name one
+    /// row (at M = 2, `mid` and `last` are both row 1): run once.
+    pub merged: usize,
+    /// Listed cells with nothing to compare (a position beyond M, row 0
+    /// of `position`, M = 1 of `content`).
+    pub skipped: usize,
+    /// Distinct cells of the whole matrix (a shard runs some of them).
+    pub cells: usize,
+}
+
+impl MatrixInfo {
+    /// One line with the arithmetic, e.g. `matrix seed000: 8,664 cells
+    /// listed (24 of them vacuity probes) - 164 merged (two positions
+    /// naming one row, e.g. mid = last at M = 2) - 0 skipped = 8,500 distinct cells`.
+    pub fn line(&self) -> String {
+        let probes = if self.probes > 0 {
+            format!(" ({} of them vacuity probes)", thousands(self.probes))
+        } else {
+            String::new()
+        };
+        format!(
+            "matrix {}: {} cells listed{probes} - {} merged (two positions naming one row, e.g. mid = last at M = 2) - {} skipped (nothing to compare) = {} distinct cells",
+            self.name.as_deref().unwrap_or("(jobs)"),
+            thousands(self.listed),
+            thousands(self.merged),
+            thousands(self.skipped),
+            thousands(self.cells)
+        )
+    }
+}
+
+/// `8640` -> `8,640`.
+fn thousands(n: usize) -> String {
+    let d = n.to_string();
+    let mut s = String::new();
+    for (i, ch) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            s.push(',');
+        }
+        s.push(ch);
+    }
+    s
+}
+
 /// A whole check.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -99,6 +159,9 @@ pub struct Report {
     /// (docs/ACCURACY.md); a failing one fails the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<crate::accuracy::CaseAccuracy>,
+    /// Set for matrix runs: how the matrix's cells were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<MatrixInfo>,
     /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
@@ -129,6 +192,7 @@ impl Report {
             },
             case: None,
             accuracy: None,
+            matrix: None,
             summary: Summary {
                 cells: 0,
                 verdicts: BTreeMap::new(),
@@ -195,6 +259,9 @@ impl Report {
             self.input,
             self.summary_line()
         );
+        if let Some(m) = &self.matrix {
+            let _ = writeln!(s, "{}.\n", m.line());
+        }
         let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
         families.dedup();
         for f in families {
@@ -396,6 +463,13 @@ impl Report {
         }
         if let Some(a) = &self.accuracy {
             s.push_str(&a.line());
+            s.push('\n');
+        }
+        if let Some(m) = &self.matrix {
+            s.push_str(&m.line());
+            if m.cells != self.cells.len() {
+                let _ = write!(s, "; this shard ran {}", thousands(self.cells.len()));
+            }
             s.push('\n');
         }
         s.push_str(&self.summary_line());

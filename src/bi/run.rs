@@ -2,13 +2,13 @@
 //! subject, comparing bytes, the vacuity test and the positive controls.
 
 use super::family::{Family, RowPos};
-use super::inputs::{other_id, Rows};
+use super::inputs::{other_id, Draw, Rows};
 use super::report::{Cell, Control, Report};
 use super::verdict::{compare_rows, RowDiff, Verdict};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
-use crate::subject::{Knobs, Model, Subject, SubjectError};
+use crate::subject::{Knobs, Model, ScaleKind, Subject, SubjectError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -137,8 +137,8 @@ impl Batch {
 /// Most f32 elements the input caches of one session hold.
 const CACHE_ELEMENTS: usize = 1 << 24;
 
-/// The inputs of every cell that shares (seed, K, N, input type): B, the
-/// rows by id, the batches and the vacuity verdicts, each built once.
+/// The inputs of every cell that shares (seed, K, N, input type, draw): B,
+/// the rows by id, the batches and the vacuity verdicts, each built once.
 pub(super) struct Session {
     rows: Rows,
     row_cache: HashMap<u64, Arc<Vec<f32>>>,
@@ -150,9 +150,9 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub(super) fn new(opts: &CheckOptions) -> Session {
+    pub(super) fn new(opts: &CheckOptions, draw: Draw) -> Session {
         Session {
-            rows: Rows::new(opts.seed, opts.k, opts.n, opts.input),
+            rows: Rows::drawn(opts.seed, opts.k, opts.n, opts.input, draw),
             row_cache: HashMap::new(),
             batches: HashMap::new(),
             cached: 0,
@@ -160,10 +160,11 @@ impl Session {
         }
     }
 
-    /// Whether this session serves `opts` (same seed, K, N and input).
-    pub(super) fn serves(&self, opts: &CheckOptions) -> bool {
+    /// Whether this session serves `opts` drawn `draw` (same seed, K, N,
+    /// input type and draw).
+    pub(super) fn serves(&self, opts: &CheckOptions, draw: Draw) -> bool {
         let r = &self.rows;
-        (r.seed, r.k, r.n, r.ty) == (opts.seed, opts.k, opts.n, opts.input)
+        (r.seed, r.k, r.n, r.ty, r.draw) == (opts.seed, opts.k, opts.n, opts.input, draw)
     }
 
     fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
@@ -332,17 +333,55 @@ fn resolved(positions: &[RowPos], m: usize) -> Vec<(RowPos, usize)> {
     v
 }
 
-/// The cells of one family; `ws` is the subject's world size (rank cells).
-pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan> {
-    let mut out = Vec::new();
-    let positions: Vec<RowPos> = if opts.positions.is_empty() {
+/// The target positions a family uses (the options', else its default).
+fn positions_of(opts: &CheckOptions, family: Family) -> Vec<RowPos> {
+    if opts.positions.is_empty() {
         match family {
             Family::Position => RowPos::POSITIONS.to_vec(),
             _ => vec![RowPos::Index(0), RowPos::Mid, RowPos::Last],
         }
     } else {
         opts.positions.clone()
+    }
+}
+
+/// How many cells one family lists before positions are resolved, and how
+/// many of those are merged because two positions name one row (at M = 2,
+/// `mid` and `last` are both row 1): `(listed, merged)`. Families without
+/// target positions list exactly the cells they plan (`planned`).
+pub(super) fn listed(opts: &CheckOptions, family: Family, planned: usize) -> (usize, usize) {
+    let positions = positions_of(opts, family);
+    let m0 = opts.ms[0];
+    // positions that resolve inside a batch of m (to a row other than 0
+    // when `skip0`) minus the distinct rows they name
+    let dups = |m: usize, skip0: bool| {
+        let inside = |i: &usize| !(skip0 && *i == 0);
+        let named = positions.iter().filter_map(|p| p.resolve(m)).filter(inside).count();
+        named - resolved(&positions, m).into_iter().map(|x| x.1).filter(inside).count()
     };
+    let listed = opts.ms.len() * positions.len();
+    let merged = |m_of: &dyn Fn(usize) -> Option<usize>, skip0: bool| -> usize {
+        opts.ms.iter().filter_map(|&m| m_of(m)).map(|m| dups(m, skip0)).sum()
+    };
+    match family {
+        Family::Content => (listed, merged(&|m| (m >= 2).then_some(m), false)),
+        Family::Position => (listed, merged(&Some, true)),
+        // the baseline M is compared with, not listed as a cell
+        Family::Anchor | Family::Batch => (
+            opts.ms.iter().filter(|&&m| m != m0).count() * positions.len(),
+            match family {
+                Family::Anchor => merged(&|m| (m != m0).then_some(m), false),
+                _ => merged(&|m| (m != m0).then_some(m.min(m0)), false),
+            },
+        ),
+        Family::Permutation | Family::Repeat | Family::Switch | Family::Rank => (planned, 0),
+    }
+}
+
+/// The cells of one family; `ws` is the subject's world size (rank cells).
+pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan> {
+    let mut out = Vec::new();
+    let positions = positions_of(opts, family);
     let m0 = opts.ms[0];
     for &m in &opts.ms {
         match family {
@@ -365,6 +404,18 @@ pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan>
                 for (p, i) in resolved(&positions, m.min(m0)) {
                     out.push(
                         Plan::simple(family, m, p.to_string(), Batch::with_target(m0, i, 0), vec![i])
+                            .with_variant(Batch::with_target(m, i, 0), vec![i]),
+                    );
+                }
+            }
+            Family::Anchor => {
+                if m == m0 {
+                    continue;
+                }
+                // the row at 0 of the baseline batch vs at p of this one
+                for (p, i) in resolved(&positions, m) {
+                    out.push(
+                        Plan::simple(family, m, p.to_string(), Batch::with_target(m0, 0, 0), vec![0])
                             .with_variant(Batch::with_target(m, i, 0), vec![i]),
                     );
                 }
@@ -449,12 +500,16 @@ fn rank_plans(positions: &[RowPos], m: usize, ws: usize) -> Vec<Plan> {
     out
 }
 
-fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, subject: &dyn Subject) -> Cell {
+fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, draw: Draw, subject: &dyn Subject) -> Cell {
     let kid = knobs.id();
     let mut id = format!("{}/", plan.family);
     if !kid.is_empty() {
         id.push_str(&kid);
         id.push('/');
+    }
+    let inputs = (draw != Draw::Wide).then_some(draw);
+    if let Some(d) = inputs {
+        id.push_str(&format!("inputs={}/", d.name()));
     }
     id.push_str(&format!("m={}/k={}/n={}/row={}", plan.m, opts.k, opts.n, plan.row));
     if let Some((_, suffix)) = &plan.rank {
@@ -471,6 +526,7 @@ fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, subject: &dyn Subjec
         row: plan.row.clone(),
         rank: plan.rank.as_ref().map(|r| r.0),
         knobs: *knobs,
+        inputs,
         path: plan.path.clone(),
         verdict: Verdict::Error,
         diff: RowDiff::default(),
@@ -498,7 +554,7 @@ pub(super) fn run_plan(
     subject: &dyn Subject,
     vs: Option<&dyn Subject>,
 ) -> Result<Cell, String> {
-    let mut cell = cell_of(plan, opts, knobs, subject);
+    let mut cell = cell_of(plan, opts, knobs, session.rows.draw, subject);
     let base_a = session.batch(&plan.baseline);
     let rows = &session.rows;
     let base = match run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows) {
@@ -544,9 +600,13 @@ pub(super) fn run_plan(
         Err(e) => return error_cell(cell, e),
     };
     cell.diff = compare_rows(&base, &variant, session.rows.n, &plan.labels);
+    // the contrast model multiplies the values given: a subject that scales
+    // them by MX scales of its own choosing (a VAR knob) sums other values,
+    // so its cells are never called vacuous
+    let own_scales = knobs.x1_scales == Some(ScaleKind::Varying) || knobs.x2_scales == Some(ScaleKind::Varying);
     cell.verdict = if !cell.diff.identical() {
         Verdict::Fail
-    } else if session.vacuous(&plan.baseline, &plan.base_rows) {
+    } else if !own_scales && session.vacuous(&plan.baseline, &plan.base_rows) {
         cell.reason = Some(format!(
             "every contrast order ({}) gives these bytes: no order change could show",
             CONTRAST_ORDERS.join(" | ")
@@ -675,12 +735,15 @@ pub fn check_shard(
     let job = super::matrix::Job {
         knobs: Knobs::default(),
         opts: opts.clone(),
+        draw: Draw::Wide,
     };
-    super::matrix::run_jobs(
+    let mut report = super::matrix::run_jobs(
         &[job],
         &|_| Ok(super::matrix::Held::Borrowed(subject)),
         vs,
         shard,
         progress,
-    )
+    )?;
+    report.matrix = None;
+    Ok(report)
 }

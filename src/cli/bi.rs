@@ -4,7 +4,7 @@
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, CheckOptions, Family, RowPos};
+use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, run_matrix_on, CheckOptions, Family, RowPos};
 use crate::order::InType;
 use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
@@ -40,8 +40,8 @@ pub struct RunArgs {
     /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
-    /// A built-in matrix instead of --family/--m/--k/--n: seed000,
-    /// te-anchor, edges (one subject per cell setting).
+    /// A built-in matrix instead of --family/--m/--k/--n: seed000 (one
+    /// subject per cell setting), te-anchor, edges (docs/BI.md).
     #[arg(long, conflicts_with_all = ["case", "vs", "family", "k", "n", "rows", "input"])]
     pub matrix: Option<String>,
     /// Run only shard i of n (0-based): the cells whose index in the whole
@@ -52,7 +52,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
-    /// repeat, switch.
+    /// repeat, switch, rank, anchor.
     #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
@@ -68,7 +68,9 @@ pub struct RunArgs {
     /// 0,mid,last; the position family: 0,1,2,3,7,15,31,mid,last).
     #[arg(long, value_delimiter = ',')]
     pub rows: Vec<String>,
-    /// Input element type (default: what the model's order reads; else f32).
+    /// Input element type (default: what the subject reads, e.g. a model's
+    /// order or a bf16 library call; an `exec:` runner is told the other
+    /// subject's; else f32).
     #[arg(long)]
     pub input: Option<String>,
     #[arg(long, default_value_t = 1)]
@@ -97,13 +99,18 @@ pub(super) struct ParsedSubject {
     pub kept: Option<PathBuf>,
 }
 
-/// What runner subjects (`exec:`, `dump:`) take from the command line.
+/// What runner subjects (`exec:`, `dump:`) take from the command line or
+/// a case file.
 #[derive(Default)]
-struct RunnerCtx {
-    input: Option<InType>,
+pub(super) struct RunnerCtx {
+    /// The input type jobs announce (None: the other subject's, else f32;
+    /// see [`parse_pair`]).
+    pub input: Option<InType>,
     /// Seconds (0: the default, 120).
-    timeout: f64,
-    keep: bool,
+    pub timeout: f64,
+    pub keep: bool,
+    /// The folder an `exec:` runner starts in (a case file's folder).
+    pub dir: Option<PathBuf>,
 }
 
 impl RunnerCtx {
@@ -118,6 +125,7 @@ impl RunnerCtx {
             input: a.input.as_deref().map(parse_input).transpose()?,
             timeout: a.timeout,
             keep: a.keep,
+            dir: None,
         })
     }
 }
@@ -134,7 +142,44 @@ pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
     parse_subject_with(spec, &RunnerCtx::default())
 }
 
-fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
+/// Whether a spec names an external runner, whose input type is what it
+/// is told (`exec:`).
+fn is_runner(spec: &str) -> bool {
+    spec.starts_with("exec:")
+}
+
+/// A subject and its switch partner. Runners (`exec:`) are started last,
+/// told the input type `ctx.input`, else the one the other subject reads
+/// (a bf16 GEMM's partner runner gets bf16 jobs), else f32.
+pub(super) fn parse_pair(
+    spec: &str,
+    vs: Option<&str>,
+    ctx: &RunnerCtx,
+) -> Result<(ParsedSubject, Option<ParsedSubject>)> {
+    let mut main = (!is_runner(spec)).then(|| parse_subject_with(spec, ctx)).transpose()?;
+    let mut other = match vs {
+        Some(v) if !is_runner(v) => Some(parse_subject_with(v, ctx)?),
+        _ => None,
+    };
+    let told = RunnerCtx {
+        input: ctx
+            .input
+            .or_else(|| main.as_ref().and_then(|p| p.input))
+            .or_else(|| other.as_ref().and_then(|p| p.input)),
+        timeout: ctx.timeout,
+        keep: ctx.keep,
+        dir: ctx.dir.clone(),
+    };
+    if main.is_none() {
+        main = Some(parse_subject_with(spec, &told)?);
+    }
+    if let (Some(v), None) = (vs, &other) {
+        other = Some(parse_subject_with(v, &told)?);
+    }
+    Ok((main.expect("parsed above"), other))
+}
+
+pub(super) fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
     if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
         let parsed = gpu.map_err(CliError)?;
         return Ok(ParsedSubject {
@@ -152,6 +197,7 @@ fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
             let mut opts = ExecOptions {
                 keep: ctx.keep,
                 input: ctx.input.unwrap_or(InType::F32),
+                dir: ctx.dir.clone(),
                 ..ExecOptions::default()
             };
             if ctx.timeout > 0.0 {
@@ -223,8 +269,7 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         ));
     };
     let ctx = RunnerCtx::of(&a)?;
-    let subject = parse_subject_with(spec, &ctx)?;
-    let vs = a.vs.as_deref().map(|s| parse_subject_with(s, &ctx)).transpose()?;
+    let (subject, vs) = parse_pair(spec, a.vs.as_deref(), &ctx)?;
     for kept in [Some(&subject), vs.as_ref()]
         .into_iter()
         .flatten()
@@ -248,21 +293,52 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     emit(&report, &a.out)
 }
 
-/// `--matrix NAME`: a built-in matrix, one subject per cell setting
-/// (`subject_from_spec` under each setting's knobs).
+/// `--matrix NAME`: a built-in matrix. A matrix that sets knobs
+/// (`seed000`) builds one subject per cell setting (`subject_from_spec`
+/// under each setting's knobs); one that sets none runs one subject,
+/// parsed as `--subject` is without a matrix (`exec:` runners started once,
+/// with `--timeout`/`--keep`, and told the matrix's input type).
 fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
     let spec = a
         .subject
         .as_deref()
         .ok_or_else(|| CliError("--matrix needs --subject".into()))?;
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
-    let plain = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
-    let jobs = builtin(name, plain.as_ref()).map_err(CliError)?;
-    drop(plain);
+    let mut ctx = RunnerCtx::of(a)?;
+    // a runner has no boundaries and one rank: a stand-in lends the same
+    // to `builtin`, so the runner starts once, knowing the input type
+    let (jobs, held) = if is_runner(spec) {
+        let stand_in = crate::subject::Model::new("fma".parse().expect("fma parses"));
+        let jobs = builtin(name, &stand_in).map_err(CliError)?;
+        ctx.input = jobs.first().map(|j| j.opts.input);
+        (jobs, None)
+    } else {
+        let plain = parse_subject_with(spec, &ctx)?;
+        (builtin(name, plain.subject.as_ref()).map_err(CliError)?, Some(plain))
+    };
+    let one_setting = jobs.iter().all(|j| j.knobs.is_empty());
+    let held = match held {
+        Some(h) => Some(h),
+        None if one_setting => Some(parse_subject_with(spec, &ctx)?),
+        None => None,
+    };
+    if let Some(kept) = held.as_ref().and_then(|h| h.kept.as_ref()) {
+        super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
+    }
     let pb = progress_bar();
-    let report = run_matrix(&jobs, &|k| subject_from_spec(spec, k), shard, &tick(&pb));
+    let report = match held {
+        Some(h) if one_setting => run_matrix_on(&jobs, h.subject.as_ref(), shard, &tick(&pb)),
+        other => {
+            drop(other);
+            run_matrix(&jobs, &|k| subject_from_spec(spec, k), shard, &tick(&pb))
+        }
+    };
     pb.finish_and_clear();
-    emit(&report.map_err(CliError)?, &a.out)
+    let mut report = report.map_err(CliError)?;
+    if let Some(m) = report.matrix.as_mut() {
+        m.name = Some(name.to_string());
+    }
+    emit(&report, &a.out)
 }
 
 /// The check's options from the flags; `input_hint` and `boundaries` come

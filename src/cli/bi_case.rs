@@ -3,18 +3,20 @@
 //! standards carried into the report. `mxbi bi schema` prints the case
 //! format's JSON Schema.
 
-use super::bi::parse_subject;
+use super::bi::{parse_pair, RunnerCtx};
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
 use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
 use std::path::Path;
 
-/// A subject spec with a relative `dispatch:` path resolved against the
-/// case file's folder (a case names its table next to itself).
-fn resolve_spec(spec: &str, base: &Path) -> String {
+/// A subject spec with a relative `dispatch:` or `dump:` path resolved
+/// against the case file's folder (a case names its table or dump next to
+/// itself). An `exec:` command is a shell line, not a path: its runner
+/// starts in the case file's folder instead ([`run_case`]).
+pub(super) fn resolve_spec(spec: &str, base: &Path) -> String {
     match spec.split_once(':') {
-        Some(("dispatch", p)) if Path::new(p).is_relative() => {
-            format!("dispatch:{}", base.join(p).display())
+        Some((kind @ ("dispatch" | "dump"), p)) if Path::new(p).is_relative() => {
+            format!("{kind}:{}", base.join(p).display())
         }
         _ => spec.to_string(),
     }
@@ -39,12 +41,18 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
     let base = path.parent().unwrap_or(Path::new(""));
-    let subject = parse_subject(&resolve_spec(&case.subject, base))?;
-    let vs = case
-        .vs
-        .as_deref()
-        .map(|s| parse_subject(&resolve_spec(s, base)))
-        .transpose()?;
+    let ctx = RunnerCtx {
+        input: case.input.map(|i| i.0),
+        // an empty parent is the current folder
+        dir: Some(if base.as_os_str().is_empty() {
+            Path::new(".").to_path_buf()
+        } else {
+            base.to_path_buf()
+        }),
+        ..RunnerCtx::default()
+    };
+    let vs_spec = case.vs.as_deref().map(|s| resolve_spec(s, base));
+    let (subject, vs) = parse_pair(&resolve_spec(&case.subject, base), vs_spec.as_deref(), &ctx)?;
     let opts = case
         .options(subject.input, &subject.boundaries)
         .map_err(|e| CliError(format!("{name}: {e}")))?;

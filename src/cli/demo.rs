@@ -122,6 +122,7 @@ fn op_rows() -> Vec<DemoRow> {
                     InType::E4M3,
                 )
             },
+            draw: crate::bi::Draw::Wide,
         })
         .collect();
     let shape = format!(

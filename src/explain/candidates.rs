@@ -5,7 +5,9 @@
 //! (serial and pairwise), interleaved splits, fresh k-tiles alone and inside
 //! splits, GEMV lanes (butterfly, serial, pairwise); the tensor-core presets
 //! whose input type holds the inputs, with splits and promotion intervals;
-//! for MX inputs every scale point; each with the three output formats.
+//! for MX inputs every scale point (the block-scale layouts counted in
+//! blocks of 32 k, k-tiles of 1..32 blocks); each with the three output
+//! formats.
 //! Orders whose tree for K is the same tree are kept once (the first,
 //! simplest spelling). Dispatch entries are added as their own candidates.
 
@@ -110,8 +112,17 @@ fn parse(s: &str) -> Option<Order> {
     s.parse().ok()
 }
 
+/// The k-tiles tried for block-scale orders, in blocks of 32 k (a 128-wide
+/// k-tile is 4 blocks).
+const BLOCK_TILES: &[u32] = &[1, 2, 4, 8, 16, 32];
+
 /// The part layouts (keys after the family) for K, simplest first.
 fn layouts(k: usize, mma_k: Option<u32>) -> Vec<String> {
+    layouts_with(k, mma_k, TILES)
+}
+
+/// [`layouts`] with the k-tiles `tiles`.
+fn layouts_with(k: usize, mma_k: Option<u32>, tiles: &[u32]) -> Vec<String> {
     let k32 = k as u32;
     let mut v = vec![String::new()];
     for &s in SPLITS.iter().filter(|&&s| s < k32) {
@@ -121,18 +132,18 @@ fn layouts(k: usize, mma_k: Option<u32>) -> Vec<String> {
         }
     }
     let tile_ok = |t: u32| t < k32 && mma_k.is_none_or(|m| t.is_multiple_of(m));
-    for &t in TILES.iter().filter(|&&t| tile_ok(t)) {
+    for &t in tiles.iter().filter(|&&t| tile_ok(t)) {
         v.push(format!(";ktile={t};tile=fresh"));
         v.push(format!(";ktile={t};tile=fresh;reduce=pairwise"));
     }
     for &s in INTERLEAVE_SPLITS {
-        for &t in TILES.iter().filter(|&&t| tile_ok(t) && t * s <= k32) {
+        for &t in tiles.iter().filter(|&&t| tile_ok(t) && t * s <= k32) {
             v.push(format!(";ktile={t};split={s}/interleave"));
             v.push(format!(";ktile={t};split={s}/interleave;reduce=pairwise"));
         }
     }
     for &s in &[2u32, 4, 8] {
-        for &t in TILES.iter().filter(|&&t| tile_ok(t) && t * s < k32) {
+        for &t in tiles.iter().filter(|&&t| tile_ok(t) && t * s < k32) {
             v.push(format!(";ktile={t};tile=fresh;split={s}"));
         }
     }
@@ -156,7 +167,12 @@ pub fn family(inputs: Inputs, k: usize) -> Vec<Candidate> {
         for lay in layouts(k, None) {
             for out in outs {
                 specs.push(format!("{base}{lay}{out}"));
-                if mx {
+            }
+        }
+        // block-scale parts, tiles and lanes count blocks of 32 k
+        if mx {
+            for lay in layouts_with(k / crate::gemm::MX_BLOCK, None, BLOCK_TILES) {
+                for out in outs {
                     specs.push(format!("{base}{lay};scale=block{out}"));
                 }
             }

@@ -16,10 +16,20 @@
 //! the `M x N` probes `(p_i, q_j)` ("rows x columns"). FP8 inputs lack the
 //! range for that (a product of one large and one small element is not far
 //! enough from a unit), so both factors carry the large values and only the
-//! diagonal elements are probes ("diagonal"). An output format that rounds
-//! the counts (bf16, f16 outputs) is detected by a calibration launch; then
-//! each probe counts the units of one window of at most the exactly
-//! countable size, and the windows are added up.
+//! diagonal elements are probes ("diagonal"). MX inputs carry the large
+//! values in the block scales instead (one unit per block, [`reveal_mx`]).
+//!
+//! An output format that rounds the counts (bf16, f16 outputs) is detected
+//! by a calibration launch (its sizes laid out along the longer of rows and
+//! columns, so a GEMV is calibrated too); then each probe counts the units
+//! of one window of at most the exactly countable size, and the windows are
+//! added up. Windowed rows x columns probes share one `p` per launch and
+//! lie along the longer axis (a GEMV answers N windows per launch).
+//!
+//! Memory: every answer is tallied against its probe (the pair and its
+//! window), so what is kept grows with the distinct probes (at most
+//! [`MAX_PROBES`], checked before each round's launches are built, one
+//! launch built at a time), not with `M x N`.
 //!
 //! # Recovery
 //! FPRev's recursion: for a set of leaves S (all of K first), probe its
@@ -28,21 +38,25 @@
 //! are probed together, packed into as few launches as fit `M x N`.
 //!
 //! # Checks and the order
-//! Every probe answer (also the duplicates that fill unused rows and
-//! columns) is checked against the recovered tree: positions whose answers
-//! disagree are reported (a kernel that reduces column tiles or rows
-//! differently). The recovered shape is matched against the candidate
-//! family; the shape-matching candidates are then told apart by their bytes
-//! on random inputs of the subject's type (FPRev's `random_test`, here
-//! deciding the numerics a shape cannot show: fma vs muladd, fused-sum
+//! Every answer of every requested probe (also the repeats that fill
+//! unused rows and columns, at every position) is checked against the
+//! recovered tree, and so is a bounded, deterministic sample of the answers
+//! nobody asked for (another set's `p` against a column's `q`): positions
+//! whose answers disagree are reported (a kernel that reduces column tiles
+//! or rows differently). The recovered shape is matched against the
+//! candidate family; the shape-matching candidates are then told apart by
+//! their bytes on random inputs of the subject's type (FPRev's
+//! `random_test`, here deciding the numerics a shape cannot show: fma vs
+//! muladd, fused-sum
 //! precision, output format). The result is the simplest order whose tree
 //! and bytes both match, or the shape as a tree listing.
 
 use super::candidates::{self, Inputs};
 use super::identify::{identify, IdentifyOptions};
 use super::shape::{Child, Shape};
-use crate::gemm::{BLayout, Matrix, Problem};
-use crate::order::{InType, Order};
+use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
+use crate::mx::MxFormat;
+use crate::order::{InType, MxScale, Order};
 use crate::subject::Subject;
 use std::collections::HashMap;
 
@@ -89,16 +103,25 @@ pub struct Revealed {
     pub k: usize,
     pub n: usize,
     pub input: InType,
+    /// MX inputs (probed per block through the scales; `shape` is then
+    /// over the K / 32 blocks).
+    pub mx: Option<MxFormat>,
     pub scheme: Scheme,
     /// Units counted per probe (K when the output counts exactly).
     pub window: usize,
     /// GEMM launches of the subject (calibration, probes, verification).
     pub launches: usize,
-    /// Probe answers used (every position of every probe launch).
+    /// Probe answers received (every position of every probe launch).
     pub probes: usize,
+    /// Distinct probes requested (each answer is tallied against its
+    /// probe: memory grows with these, not with M x N).
+    pub distinct_probes: usize,
     /// The recovered summation-tree shape.
     pub shape: Shape,
-    /// Probe answers checked against the recovered tree.
+    /// Probe answers checked against the recovered tree: every answer of a
+    /// requested probe, wherever it sat, and a bounded, deterministic
+    /// sample of the answers nobody asked for (another row's `p` against a
+    /// column's `q` in a launch shared by several sets).
     pub checked: usize,
     /// Positions whose answers contradict it (at most 16 listed).
     pub disagreements: Vec<Disagreement>,
@@ -133,9 +156,109 @@ pub enum RevealError {
     Inconsistent(String),
 }
 
+/// Most distinct probes one reveal may request: 2^24. Each keeps a tally of
+/// its answers (about 50 bytes), so the tallies stay under about 1 GiB;
+/// checked before each round, before its launches are built.
+pub const MAX_PROBES: usize = 1 << 24;
+
+/// Answers that differ from their probe's first answer are tallied per
+/// distinct (probe, value) up to this many; beyond, they are only counted
+/// (as disagreements).
+const MAX_DEVIANT: usize = 1 << 16;
+
+/// Answers of probes nobody asked for (another row's `p` against a
+/// column's `q` in a launch shared by several sets) kept as a sample for
+/// the shared-tree check: at most this many per reveal ...
+const MAX_SAMPLE: usize = 1 << 16;
+/// ... and per launch.
+const SAMPLE_PER_LAUNCH: usize = 1 << 12;
+
+/// The window index of a probe that counts every other term.
+const NO_WINDOW: u32 = u32::MAX;
+
+/// A probe: `+B` at p, `-B` at q, the window (chunk of the other terms)
+/// whose units it counts, or [`NO_WINDOW`].
+type Key = (u32, u32, u32);
+
+/// Where an answer sat: (launch, row, column).
+type At = (u32, u32, u32);
+
+fn at(launch: usize, row: usize, col: usize) -> At {
+    (launch as u32, row as u32, col as u32)
+}
+
+/// The answers of requested probes: every answer is tallied against its
+/// probe, so memory grows with the distinct probes, not with M x N.
+#[derive(Default)]
+struct Tallies {
+    /// Each probe's first answer: (value, how many answers gave it, where the first sat).
+    first: HashMap<Key, (u32, u64, At)>,
+    /// Answers that differ from their probe's first answer, per value.
+    deviant: HashMap<(Key, u32), (u64, At)>,
+    /// Deviant answers beyond [`MAX_DEVIANT`] (counted, not kept).
+    overflow: u64,
+    /// A sample of the answers of probes nobody asked for: (where, p, q, measured).
+    sample: Vec<(At, u32, u32, u32)>,
+    /// Every answer received, and the unrequested ones among them.
+    answers: u64,
+    unrequested: u64,
+}
+
+impl Tallies {
+    fn add(&mut self, key: Key, value: u32, count: u64, at: At) {
+        use std::collections::hash_map::Entry;
+        self.answers += count;
+        match self.first.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert((value, count, at));
+            }
+            Entry::Occupied(mut e) => {
+                let f = e.get_mut();
+                if f.0 == value {
+                    f.1 += count;
+                } else if let Some(d) = self.deviant.get_mut(&(key, value)) {
+                    d.0 += count;
+                } else if self.deviant.len() < MAX_DEVIANT {
+                    self.deviant.insert((key, value), (count, at));
+                } else {
+                    self.overflow += count;
+                }
+            }
+        }
+    }
+
+    fn value(&self, key: &Key) -> Option<u32> {
+        self.first.get(key).map(|f| f.0)
+    }
+}
+
+/// Per-launch tally of one probe's answers (merged into [`Tallies`] once
+/// per launch, so a launch of M x N answers costs few hash lookups).
+#[derive(Clone, Default)]
+struct Local(Vec<(u32, u64, At)>);
+
+impl Local {
+    fn add(&mut self, value: u32, at: At) {
+        match self.0.iter_mut().find(|x| x.0 == value) {
+            Some(x) => x.1 += 1,
+            None => self.0.push((value, 1, at)),
+        }
+    }
+
+    fn merge(&self, key: Key, t: &mut Tallies) {
+        for &(v, c, a) in &self.0 {
+            t.add(key, v, c, a);
+        }
+    }
+}
+
 /// Probe magnitudes for an input type: (small, large) element values.
-fn magnitudes(t: InType) -> (f32, f32, Scheme) {
+fn magnitudes(t: InType, mx: bool) -> (f32, f32, Scheme) {
     let p = |e: i32| 2f32.powi(e);
+    if mx {
+        // the large value lives in the block scale: 2^40 through E8M0
+        return (1.0, p(40), Scheme::RowsColumns);
+    }
     match t {
         InType::F32 | InType::Bf16 => (1.0, p(40), Scheme::RowsColumns),
         InType::F16 => (p(-6), p(14), Scheme::Diagonal),
@@ -144,79 +267,200 @@ fn magnitudes(t: InType) -> (f32, f32, Scheme) {
     }
 }
 
-/// One probe: the terms p (+B) and q (-B), the units counted (None: all
-/// other terms), where it sits.
-#[derive(Clone, Debug)]
-struct Probe {
-    p: u32,
-    q: u32,
-    window: Option<Vec<u32>>,
+/// Number of windows of `w` units over the `kl - 2` terms other than p, q.
+fn n_windows(kl: usize, w: usize) -> usize {
+    (kl.saturating_sub(2)).div_ceil(w.max(1)).max(1)
 }
 
-/// One probe answer: where it sat, the probe, the units counted (None:
-/// all other terms) and the measured `L` (or, for a window, the units of
-/// the window lost plus 2).
-struct Answer {
-    launch: usize,
-    row: usize,
-    col: usize,
-    p: u32,
-    q: u32,
-    window: Option<Vec<u32>>,
-    measured: u32,
+/// The terms of window `c`: chunk c (of `w`) of `0..kl` without p and q.
+fn window(p: u32, q: u32, kl: usize, w: usize, c: u32) -> impl Iterator<Item = u32> {
+    let (a, b) = (p.min(q), p.max(q));
+    let rest = kl.saturating_sub(2) as u32;
+    let lo = (c as usize * w).min(rest as usize) as u32;
+    let hi = ((c as usize + 1) * w).min(rest as usize) as u32;
+    (lo..hi).map(move |i| {
+        if i < a {
+            i
+        } else if i + 1 < b {
+            i + 1
+        } else {
+            i + 2
+        }
+    })
+}
+
+/// MX codes of +1, -1 and 0 in `f` (probe values are `+-1 * 2^s`, the
+/// power of two in the block's E8M0 scale).
+#[derive(Clone, Copy)]
+struct MxCodes {
+    format: MxFormat,
+    pos: u8,
+    neg: u8,
+    zero: u8,
+}
+
+impl MxCodes {
+    fn of(format: MxFormat) -> Option<MxCodes> {
+        let f = format.element();
+        let enc = |v: f32| -> Option<u8> {
+            let c = crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).ok()?;
+            (f.decode_f32(c) == v && c <= 0xFF).then_some(c as u8)
+        };
+        Some(MxCodes {
+            format,
+            pos: enc(1.0)?,
+            neg: enc(-1.0)?,
+            zero: enc(0.0)?,
+        })
+    }
+
+    /// (code, E8M0 scale) of a probe value: 0 or +-2^e.
+    fn of_value(&self, v: f32) -> (u8, u8) {
+        if v == 0.0 {
+            return (self.zero, 127);
+        }
+        let e = ((v.to_bits() >> 23) & 0xFF) as i32 - 127;
+        (if v > 0.0 { self.pos } else { self.neg }, (127 + e) as u8)
+    }
+}
+
+/// Decodes answers into unit counts (a copy of what the prober knows, so a
+/// launch's answers can be read while the prober runs the next one).
+#[derive(Clone, Copy)]
+struct Counter {
+    unit: f64,
+    kl: usize,
+    ratio: f64,
+}
+
+impl Counter {
+    /// The number of units an output value holds.
+    fn count(&self, v: f32) -> Option<u32> {
+        let c = v as f64 / self.unit;
+        (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= self.kl as f64).then_some(c as u32)
+    }
+
+    fn not_a_count(&self, subject: &str, v: f32, p: u32, q: u32, i: usize, j: usize) -> RevealError {
+        RevealError::Inconsistent(format!(
+            "probe (+B at k={p}, -B at k={q}) at C[{i}, {j}] of {subject} gave {v:e}, not a whole number of units of {:e}: the subject's sum is not a static tree of roundings, or the probe's range ({:e} to a unit) is too small for its accumulator",
+            self.unit, self.ratio
+        ))
+    }
 }
 
 struct Prober<'a> {
     subject: &'a dyn Subject,
     o: RevealOptions,
+    /// MX inputs: probes per block (leaf b = block b).
+    mx: Option<MxCodes>,
+    /// Leaves: K, or K / 32 for MX.
+    kl: usize,
     lo: f32,
     hi: f32,
     scheme: Scheme,
     window: usize,
     launches: usize,
-    /// Every probe answer.
-    answers: Vec<Answer>,
+    tallies: Tallies,
 }
 
 impl Prober<'_> {
+    /// Runs one launch given in leaf space (`a` [M, kl], `b` [kl, N]).
     fn run(&mut self, a: &[f32], b: &[f32]) -> Result<Vec<f32>, String> {
         self.launches += 1;
-        let p = Problem {
-            a: Matrix::F32(a),
-            b: Matrix::F32(b),
-            m: self.o.m,
-            n: self.o.n,
-            k: self.o.k,
-            b_layout: BLayout::Kn,
-        };
-        let out = self.subject.run(&p, None).map_err(|e| e.to_string())?;
-        if out.len() != self.o.m * self.o.n {
+        let (m, k, n, kl) = (self.o.m, self.o.k, self.o.n, self.kl);
+        let out = match self.mx {
+            None => {
+                let p = Problem {
+                    a: Matrix::F32(a),
+                    b: Matrix::F32(b),
+                    m,
+                    n,
+                    k,
+                    b_layout: BLayout::Kn,
+                };
+                self.subject.run(&p, None)
+            }
+            Some(mc) => {
+                // leaf b -> the first element of block b; the rest zero
+                let (mut ca, mut sa) = (vec![mc.zero; m * k], vec![127u8; m * kl]);
+                for i in 0..m {
+                    for x in 0..kl {
+                        let (c, s) = mc.of_value(a[i * kl + x]);
+                        ca[i * k + x * MX_BLOCK] = c;
+                        sa[i * kl + x] = s;
+                    }
+                }
+                let (mut cb, mut sb) = (vec![mc.zero; k * n], vec![127u8; kl * n]);
+                for x in 0..kl {
+                    for j in 0..n {
+                        let (c, s) = mc.of_value(b[x * n + j]);
+                        cb[x * MX_BLOCK * n + j] = c;
+                        sb[x * n + j] = s;
+                    }
+                }
+                let p = Problem {
+                    a: Matrix::Mx {
+                        codes: &ca,
+                        scales: &sa,
+                        format: mc.format,
+                    },
+                    b: Matrix::Mx {
+                        codes: &cb,
+                        scales: &sb,
+                        format: mc.format,
+                    },
+                    m,
+                    n,
+                    k,
+                    b_layout: BLayout::Kn,
+                };
+                self.subject.run(&p, None)
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        if out.len() != m * n {
             return Err(format!(
-                "{} answered {} values for an [{}, {}] output",
+                "{} answered {} values for an [{m}, {n}] output",
                 self.subject.name(),
-                out.len(),
-                self.o.m,
-                self.o.n
+                out.len()
             ));
         }
         Ok(out)
     }
 
-    fn unit(&self) -> f64 {
-        match self.scheme {
-            Scheme::RowsColumns => self.lo as f64 * self.lo as f64,
-            Scheme::Diagonal => self.lo as f64 * self.lo as f64,
+    fn counter(&self) -> Counter {
+        Counter {
+            unit: self.lo as f64 * self.lo as f64,
+            kl: self.kl,
+            ratio: (self.hi as f64 / self.lo as f64).powi(match self.scheme {
+                Scheme::RowsColumns => 1,
+                Scheme::Diagonal => 2,
+            }),
         }
     }
 
-    /// Runs a set of launches, all of them even when some fail.
-    fn run_all(&mut self, launches: &[(Vec<f32>, Vec<f32>)]) -> Result<Vec<Vec<f32>>, RevealError> {
-        let mut outs = Vec::new();
+    /// Runs `count` launches, each built when it is due (so only one
+    /// launch's inputs are held at a time) and its answers handed to
+    /// `take` (launch number, index, output). Every launch runs even when
+    /// some fail (a file subject writes every missing job at once); the
+    /// first unreadable answer stops the round.
+    fn launch_all(
+        &mut self,
+        count: usize,
+        mut build: impl FnMut(usize) -> (Vec<f32>, Vec<f32>),
+        mut take: impl FnMut(&mut Tallies, usize, usize, &[f32]) -> Result<(), RevealError>,
+    ) -> Result<(), RevealError> {
         let mut first = None;
         let mut failed = 0;
-        for (a, b) in launches {
-            match self.run(a, b) {
-                Ok(o) => outs.push(o),
+        for i in 0..count {
+            let (a, b) = build(i);
+            let id = self.launches;
+            match self.run(&a, &b) {
+                Ok(out) => {
+                    if first.is_none() {
+                        take(&mut self.tallies, id, i, &out)?;
+                    }
+                }
                 Err(e) => {
                     failed += 1;
                     first.get_or_insert(e);
@@ -226,61 +470,129 @@ impl Prober<'_> {
         match first {
             Some(first) => Err(RevealError::Subject {
                 failed,
-                launches: launches.len(),
+                launches: count,
                 first,
             }),
-            None => Ok(outs),
+            None => Ok(()),
         }
     }
 
-    /// The number of units (each `unit()`) an output value holds.
-    fn count(&self, v: f32) -> Option<u32> {
-        let c = v as f64 / self.unit();
-        (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= self.o.k as f64).then_some(c as u32)
-    }
-
-    /// The largest window size whose unit counts come back exact.
+    /// The largest window size whose unit counts come back exact: one
+    /// calibration launch (more only when neither M nor N has room for
+    /// the sizes tried), the sizes laid out along the longer of rows and
+    /// columns (so a GEMV, M = 1, is calibrated too).
     fn calibrate(&mut self) -> Result<usize, RevealError> {
-        let (m, k, n) = (self.o.m, self.o.k, self.o.n);
-        let mut sizes: Vec<usize> = vec![k];
+        let (m, kl, n, lo) = (self.o.m, self.kl, self.o.n, self.lo);
+        let mut sizes: Vec<usize> = vec![kl];
         for s in [2048usize, 256, 16] {
-            if s < k {
+            if s < kl {
                 sizes.push(s);
             }
         }
-        sizes.truncate(m);
         // the largest odd count of each size: exact only if every count up
         // to the size is (an odd count needs every bit of its width)
         let odd: Vec<usize> = sizes.iter().map(|&s| s - 1 + (s & 1)).collect();
-        let mut a = vec![0f32; m * k];
-        for (i, &c) in odd.iter().enumerate() {
-            a[i * k..i * k + c].fill(self.lo);
-        }
-        let b = vec![self.lo; k * n];
-        let out = self.run_all(&[(a, b)])?.remove(0);
-        let exact = |i: usize| (0..n).all(|j| self.count(out[i * n + j]) == Some(odd[i] as u32));
-        match (0..sizes.len()).find(|&i| exact(i)) {
-            Some(i) if (i..sizes.len()).all(exact) => Ok(sizes[i]),
-            _ => Err(RevealError::Inconsistent(format!(
-                "{} does not return sums of units exactly (a row of {} units of {:e} gave {:e}): not a sum of the products, or an output too narrow to count",
-                self.subject.name(),
-                odd[sizes.len() - 1],
-                self.unit(),
-                out[(sizes.len() - 1) * n]
-            ))),
+        let cols = n >= m;
+        let per = (if cols { n } else { m }).min(sizes.len());
+        let nl = sizes.len().div_ceil(per);
+        let which = |l: usize, t: usize| l * per + t % per.min(sizes.len() - l * per);
+        let mut got: Vec<Option<f32>> = vec![None; sizes.len()];
+        let mut exact = vec![true; sizes.len()];
+        let ct = self.counter();
+        self.launch_all(
+            nl,
+            |l| {
+                if cols {
+                    let mut b = vec![0f32; kl * n];
+                    for j in 0..n {
+                        for x in 0..odd[which(l, j)] {
+                            b[x * n + j] = lo;
+                        }
+                    }
+                    (vec![lo; m * kl], b)
+                } else {
+                    let mut a = vec![0f32; m * kl];
+                    for i in 0..m {
+                        a[i * kl..i * kl + odd[which(l, i)]].fill(lo);
+                    }
+                    (a, vec![lo; kl * n])
+                }
+            },
+            |_, _, l, out| {
+                for i in 0..m {
+                    for j in 0..n {
+                        let s = which(l, if cols { j } else { i });
+                        let v = out[i * n + j];
+                        if ct.count(v) != Some(odd[s] as u32) {
+                            exact[s] = false;
+                        }
+                        got[s].get_or_insert(v);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        match (0..sizes.len()).find(|&i| exact[i]) {
+            Some(i) if (i..sizes.len()).all(|j| exact[j]) => Ok(sizes[i]),
+            _ => {
+                let seen: Vec<String> = (0..sizes.len())
+                    .map(|s| {
+                        format!(
+                            "{} units gave {:e}{}",
+                            odd[s],
+                            got[s].unwrap_or(f32::NAN),
+                            if exact[s] { "" } else { " (wrong)" }
+                        )
+                    })
+                    .collect();
+                Err(RevealError::Inconsistent(format!(
+                    "{} does not return sums of units exactly (units of {:e}: {}): not a sum of the products, or an output too narrow to count even {} units",
+                    self.subject.name(),
+                    ct.unit,
+                    seen.join(", "),
+                    odd[sizes.len() - 1]
+                )))
+            }
         }
     }
 
-    /// L(p, q) for every pair.
+    /// L(p, q) for every pair (the requested probes; their answers are
+    /// tallied, see [`Tallies`]).
     fn measure(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
-        match self.scheme {
-            Scheme::RowsColumns if self.window >= self.o.k => self.measure_rows_columns(pairs),
-            _ => self.measure_diagonal(pairs),
+        let windowed = self.window < self.kl;
+        let nw = if windowed { n_windows(self.kl, self.window) } else { 1 };
+        let need = pairs.len() as u128 * nw as u128;
+        if self.tallies.first.len() as u128 + need > MAX_PROBES as u128 {
+            return Err(RevealError::Options(format!(
+                "this round needs {need} probes ({} pairs x {nw} windows of {} units) after {} already: more than reveal's limit of {} distinct probes",
+                pairs.len(),
+                self.window,
+                self.tallies.first.len(),
+                crate::limits::show(MAX_PROBES)
+            )));
         }
+        match (self.scheme, windowed) {
+            (Scheme::RowsColumns, false) => self.measure_rows_columns(pairs)?,
+            (Scheme::RowsColumns, true) => self.measure_windowed(pairs, nw)?,
+            (Scheme::Diagonal, _) => self.measure_diagonal(pairs, windowed, nw)?,
+        }
+        let t = &self.tallies;
+        let missing = || RevealError::Inconsistent("a probe was not placed".into());
+        pairs
+            .iter()
+            .map(|&(p, q)| {
+                if !windowed {
+                    return t.value(&(p, q, NO_WINDOW)).ok_or_else(missing);
+                }
+                (0..nw as u32).try_fold(2u32, |acc, c| {
+                    t.value(&(p, q, c)).map(|v| acc + v - 2).ok_or_else(missing)
+                })
+            })
+            .collect()
     }
 
-    fn measure_rows_columns(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
-        let (m, k, n) = (self.o.m, self.o.k, self.o.n);
+    fn measure_rows_columns(&mut self, pairs: &[(u32, u32)]) -> Result<(), RevealError> {
+        let (m, kl, n, lo, hi) = (self.o.m, self.kl, self.o.n, self.lo, self.hi);
         // tasks: one p with up to N of its q's
         let mut by_p: Vec<(u32, Vec<u32>)> = Vec::new();
         for &(p, q) in pairs {
@@ -304,140 +616,275 @@ impl Prober<'_> {
                 }
             }
         }
-        let mut built = Vec::new();
-        let mut layouts = Vec::new();
-        for l in &launches {
-            let mut rows: Vec<u32> = l.iter().map(|&t| by_p[t].0).collect();
-            let mut cols: Vec<u32> = l.iter().flat_map(|&t| by_p[t].1.iter().copied()).collect();
-            let (r0, c0) = (rows.len(), cols.len());
-            // fill the rest with repeats: the same probes at other positions
-            for i in r0..m {
-                rows.push(rows[i % r0]);
+        // a launch: the rows' p's, the columns' q's and, per column, the
+        // row that asked for it; unused rows and columns repeat them
+        let layout = |l: &[usize]| -> (Vec<u32>, Vec<u32>, Vec<usize>) {
+            let rows: Vec<u32> = l.iter().map(|&t| by_p[t].0).collect();
+            let mut cols = Vec::new();
+            let mut owner = Vec::new();
+            for (ri, &t) in l.iter().enumerate() {
+                cols.extend(by_p[t].1.iter().copied());
+                owner.extend(std::iter::repeat_n(ri, by_p[t].1.len()));
             }
-            for j in c0..n {
-                cols.push(cols[j % c0]);
-            }
-            let mut a = vec![self.lo; m * k];
-            for (i, &p) in rows.iter().enumerate() {
-                a[i * k + p as usize] = self.hi;
-            }
-            let mut b = vec![self.lo; k * n];
-            for (j, &q) in cols.iter().enumerate() {
-                b[q as usize * n + j] = -self.hi;
-            }
-            built.push((a, b));
-            layouts.push((rows, cols));
-        }
-        let outs = self.run_all(&built)?;
-        let base = self.launches - outs.len();
-        let mut got: HashMap<(u32, u32), u32> = HashMap::new();
-        for (li, (out, (rows, cols))) in outs.iter().zip(&layouts).enumerate() {
-            for (i, &p) in rows.iter().enumerate() {
-                for (j, &q) in cols.iter().enumerate() {
-                    if p == q {
-                        continue;
+            (rows, cols, owner)
+        };
+        let ct = self.counter();
+        let name = self.subject.name();
+        self.launch_all(
+            launches.len(),
+            |li| {
+                let (rows, cols, _) = layout(&launches[li]);
+                let mut a = vec![lo; m * kl];
+                for i in 0..m {
+                    a[i * kl + rows[i % rows.len()] as usize] = hi;
+                }
+                let mut b = vec![lo; kl * n];
+                for j in 0..n {
+                    b[cols[j % cols.len()] as usize * n + j] = -hi;
+                }
+                (a, b)
+            },
+            |t, id, li, out| {
+                let (rows, cols, owner) = layout(&launches[li]);
+                let (r0, c0) = (rows.len(), cols.len());
+                let mut local = vec![Local::default(); c0];
+                let mut sampled = 0;
+                for i in 0..m {
+                    let (ri, p) = (i % r0, rows[i % r0]);
+                    for j in 0..n {
+                        let (cj, q) = (j % c0, cols[j % c0]);
+                        if p == q {
+                            continue;
+                        }
+                        let v = out[i * n + j];
+                        let c = ct.count(v).ok_or_else(|| ct.not_a_count(&name, v, p, q, i, j))?;
+                        let l = kl as u32 - c;
+                        if owner[cj] == ri {
+                            local[cj].add(l, at(id, i, j));
+                        } else {
+                            // another row's set: a probe nobody asked for
+                            t.answers += 1;
+                            t.unrequested += 1;
+                            if t.sample.len() < MAX_SAMPLE
+                                && sampled < SAMPLE_PER_LAUNCH
+                                && (i * 31 + j * 17) % 97 == id % 97
+                            {
+                                t.sample.push((at(id, i, j), p, q, l));
+                                sampled += 1;
+                            }
+                        }
                     }
-                    let v = out[i * n + j];
-                    let c = self.count(v).ok_or_else(|| self.not_a_count(v, p, q, i, j))?;
-                    let l = k as u32 - c;
-                    self.answers.push(Answer {
-                        launch: base + li,
-                        row: i,
-                        col: j,
-                        p,
-                        q,
-                        window: None,
-                        measured: l,
-                    });
-                    got.entry((p, q)).or_insert(l);
+                }
+                for (cj, lt) in local.iter().enumerate() {
+                    lt.merge((rows[owner[cj]], cols[cj], NO_WINDOW), t);
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Windowed probes with one `p` per launch: the probes (q, window) lie
+    /// along the longer of columns and rows, the other axis repeats them.
+    /// Columns: every row of A is `+B` at p and units elsewhere; column j
+    /// of B is `-B` at q, a unit at p and at the window's terms, 0
+    /// elsewhere, so only the window's units are summed. Rows: the mirror.
+    fn measure_windowed(&mut self, pairs: &[(u32, u32)], nw: usize) -> Result<(), RevealError> {
+        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let cols = n >= m;
+        let slots = if cols { n } else { m };
+        let mut launches: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        for &(p, q) in pairs {
+            for c in 0..nw as u32 {
+                match launches.last_mut() {
+                    Some((lp, v)) if *lp == p && v.len() < slots => v.push((q, c)),
+                    _ => launches.push((p, vec![(q, c)])),
                 }
             }
         }
-        pairs
-            .iter()
-            .map(|pq| {
-                got.get(pq)
-                    .copied()
-                    .ok_or_else(|| RevealError::Inconsistent("a probe was not placed".into()))
-            })
-            .collect()
+        let ct = self.counter();
+        let name = self.subject.name();
+        self.launch_all(
+            launches.len(),
+            |li| {
+                let (p, v) = &launches[li];
+                let (p, used) = (*p as usize, v.len());
+                if cols {
+                    let mut a = vec![lo; m * kl];
+                    for i in 0..m {
+                        a[i * kl + p] = hi;
+                    }
+                    let mut b = vec![0f32; kl * n];
+                    for j in 0..n {
+                        let (q, c) = v[j % used];
+                        window(p as u32, q, kl, w, c).for_each(|x| b[x as usize * n + j] = lo);
+                        b[p * n + j] = lo;
+                        b[q as usize * n + j] = -hi;
+                    }
+                    (a, b)
+                } else {
+                    let mut b = vec![lo; kl * n];
+                    b[p * n..(p + 1) * n].fill(hi);
+                    let mut a = vec![0f32; m * kl];
+                    for i in 0..m {
+                        let (q, c) = v[i % used];
+                        let row = &mut a[i * kl..(i + 1) * kl];
+                        window(p as u32, q, kl, w, c).for_each(|x| row[x as usize] = lo);
+                        row[p] = lo;
+                        row[q as usize] = -hi;
+                    }
+                    (a, b)
+                }
+            },
+            |t, id, li, out| {
+                let (p, v) = &launches[li];
+                let used = v.len();
+                let mut local = vec![Local::default(); used];
+                let act: Vec<u32> = v.iter().map(|&(q, c)| window(*p, q, kl, w, c).count() as u32).collect();
+                for i in 0..m {
+                    for j in 0..n {
+                        let s = if cols { j } else { i } % used;
+                        let (q, _) = v[s];
+                        let active = act[s];
+                        let val = out[i * n + j];
+                        let got = ct
+                            .count(val)
+                            .filter(|&x| x <= active)
+                            .ok_or_else(|| ct.not_a_count(&name, val, *p, q, i, j))?;
+                        local[s].add(active - got + 2, at(id, i, j));
+                    }
+                }
+                for (s, lt) in local.iter().enumerate() {
+                    lt.merge((*p, v[s].0, v[s].1), t);
+                }
+                Ok(())
+            },
+        )
     }
 
-    fn not_a_count(&self, v: f32, p: u32, q: u32, i: usize, j: usize) -> RevealError {
-        RevealError::Inconsistent(format!(
-            "probe (+B at k={p}, -B at k={q}) at C[{i}, {j}] gave {v:e}, not a whole number of units of {:e}: the subject's sum is not a static tree of roundings, or the probe's range ({:e} to a unit) is too small for its accumulator",
-            self.unit(),
-            (self.hi as f64 / self.lo as f64).powi(match self.scheme {
-                Scheme::RowsColumns => 1,
-                Scheme::Diagonal => 2,
-            })
-        ))
-    }
-
-    fn measure_diagonal(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
-        let (m, k, n) = (self.o.m, self.o.k, self.o.n);
+    fn measure_diagonal(&mut self, pairs: &[(u32, u32)], windowed: bool, nw: usize) -> Result<(), RevealError> {
+        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
         let slots = m.min(n);
-        let w = self.window.max(1);
-        let mut probes: Vec<(usize, Probe)> = Vec::new();
-        for (pi, &(p, q)) in pairs.iter().enumerate() {
-            let rest: Vec<u32> = (0..k as u32).filter(|&x| x != p && x != q).collect();
-            if w >= k {
-                probes.push((pi, Probe { p, q, window: None }));
+        let probes: Vec<Key> = pairs
+            .iter()
+            .flat_map(|&(p, q)| (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
+            .collect();
+        let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
+        let ct = self.counter();
+        let name = self.subject.name();
+        let active = |&(p, q, c): &Key| -> u32 {
+            if c == NO_WINDOW {
+                kl as u32 - 2
             } else {
-                for ch in rest.chunks(w) {
-                    probes.push((
-                        pi,
-                        Probe {
-                            p,
-                            q,
-                            window: Some(ch.to_vec()),
-                        },
-                    ));
+                window(p, q, kl, w, c).count() as u32
+            }
+        };
+        self.launch_all(
+            chunks.len(),
+            |li| {
+                let mut a = vec![0f32; m * kl];
+                let mut b = vec![lo; kl * n];
+                for (i, &(p, q, c)) in chunks[li].iter().enumerate() {
+                    let row = &mut a[i * kl..(i + 1) * kl];
+                    if c == NO_WINDOW {
+                        row.fill(lo);
+                    } else {
+                        window(p, q, kl, w, c).for_each(|x| row[x as usize] = lo);
+                    }
+                    row[p as usize] = hi;
+                    row[q as usize] = hi;
+                    b[p as usize * n + i] = hi;
+                    b[q as usize * n + i] = -hi;
                 }
-            }
-        }
-        let mut built = Vec::new();
-        for chunk in probes.chunks(slots) {
-            let mut a = vec![0f32; m * k];
-            let mut b = vec![self.lo; k * n];
-            for (i, (_, pr)) in chunk.iter().enumerate() {
-                let row = &mut a[i * k..(i + 1) * k];
-                match &pr.window {
-                    None => row.fill(self.lo),
-                    Some(wd) => wd.iter().for_each(|&x| row[x as usize] = self.lo),
+                (a, b)
+            },
+            |t, id, li, out| {
+                for (i, key) in chunks[li].iter().enumerate() {
+                    let v = out[i * n + i];
+                    let act = active(key);
+                    let c = ct
+                        .count(v)
+                        .filter(|&c| c <= act)
+                        .ok_or_else(|| ct.not_a_count(&name, v, key.0, key.1, i, i))?;
+                    t.add(*key, act - c + 2, 1, at(id, i, i));
                 }
-                row[pr.p as usize] = self.hi;
-                row[pr.q as usize] = self.hi;
-                b[pr.p as usize * n + i] = self.hi;
-                b[pr.q as usize * n + i] = -self.hi;
-            }
-            built.push((a, b));
-        }
-        let outs = self.run_all(&built)?;
-        let base = self.launches - outs.len();
-        let mut lost = vec![0u32; pairs.len()];
-        for (li, (out, chunk)) in outs.iter().zip(probes.chunks(slots)).enumerate() {
-            for (i, (pi, pr)) in chunk.iter().enumerate() {
-                let v = out[i * n + i];
-                let active = pr.window.as_ref().map_or(k - 2, |w| w.len()) as u32;
-                let c = self
-                    .count(v)
-                    .filter(|&c| c <= active)
-                    .ok_or_else(|| self.not_a_count(v, pr.p, pr.q, i, i))?;
-                lost[*pi] += active - c;
-                self.answers.push(Answer {
-                    launch: base + li,
-                    row: i,
-                    col: i,
-                    p: pr.p,
-                    q: pr.q,
-                    window: pr.window.clone(),
-                    measured: active - c + 2,
-                });
-            }
-        }
-        Ok(lost.into_iter().map(|x| x + 2).collect())
+                Ok(())
+            },
+        )
     }
+}
+
+/// Every tallied answer and the sample against the recovered tree: (the
+/// disagreeing answers, at most 16 listed by position, and their count).
+fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagreement>, usize) {
+    let lca = shape.lca_sizes();
+    // probes by p, so each p's row of L is computed once where it pays
+    let mut keys: Vec<&Key> = t.first.keys().collect();
+    keys.sort_unstable();
+    let mut deviant: HashMap<Key, Vec<(u32, u64, At)>> = HashMap::new();
+    for (&(key, v), &(c, a)) in &t.deviant {
+        deviant.entry(key).or_default().push((v, c, a));
+    }
+    let mut bad: Vec<(At, u32, u32, u32, u32)> = Vec::new();
+    let mut count = t.overflow;
+    let mut i = 0;
+    while i < keys.len() {
+        let p = keys[i].0;
+        let j = i + keys[i..].iter().take_while(|k| k.0 == p).count();
+        let group = &keys[i..j];
+        let row = (group.len() >= 64 || group.iter().any(|k| k.2 != NO_WINDOW))
+            .then(|| shape.lca_row(&lca, p))
+            .flatten();
+        let l = |q: u32| -> Option<u32> {
+            match &row {
+                Some(r) => r.get(q as usize).copied().filter(|&x| x > 0),
+                None => lca.get(p, q),
+            }
+        };
+        for key in group {
+            let (_, q, c) = **key;
+            let expected = match (c, l(q)) {
+                (_, None) => None,
+                (NO_WINDOW, Some(x)) => Some(x),
+                (c, Some(lpq)) => {
+                    let lost = window(p, q, kl, w, c)
+                        .filter(|&x| l(x).is_some_and(|a| a <= lpq))
+                        .count();
+                    Some(2 + lost as u32)
+                }
+            };
+            let f = t.first[*key];
+            let all = std::iter::once((f.0, f.1, f.2)).chain(deviant.get(*key).into_iter().flatten().copied());
+            for (v, n, a) in all {
+                if expected != Some(v) {
+                    count += n;
+                    bad.push((a, p, q, expected.unwrap_or(0), v));
+                }
+            }
+        }
+        i = j;
+    }
+    for &(a, p, q, v) in &t.sample {
+        let e = lca.get(p, q);
+        if e != Some(v) {
+            count += 1;
+            bad.push((a, p, q, e.unwrap_or(0), v));
+        }
+    }
+    bad.sort_unstable();
+    let list = bad
+        .iter()
+        .take(16)
+        .map(|&((launch, row, col), p, q, expected, measured)| Disagreement {
+            launch: launch as usize,
+            row: row as usize,
+            col: col as usize,
+            p,
+            q,
+            expected,
+            measured,
+        })
+        .collect();
+    (list, count as usize)
 }
 
 /// A set of leaves being resolved, and what its probes found.
@@ -505,7 +952,7 @@ fn assemble(tasks: &[Task], t: usize, nodes: &mut Vec<Vec<Child>>) -> Result<Bui
     Ok(Built::Group(children, size))
 }
 
-fn check_options(o: &RevealOptions) -> Result<(), RevealError> {
+fn check_options(o: &RevealOptions, mx: bool) -> Result<(), RevealError> {
     let err = |s: String| Err(RevealError::Options(s));
     if o.m == 0 || o.n == 0 || o.k < 2 {
         return err(format!(
@@ -513,8 +960,14 @@ fn check_options(o: &RevealOptions) -> Result<(), RevealError> {
             o.m, o.k, o.n
         ));
     }
-    if o.k > 1 << 16 {
+    if o.k > 1 << 16 && !mx {
         return err(format!("K = {} is more than reveal's limit of 65536 terms", o.k));
+    }
+    if mx && (!o.k.is_multiple_of(MX_BLOCK) || o.k < 2 * MX_BLOCK || o.k > MX_BLOCK << 16) {
+        return err(format!(
+            "MX reveal needs K a multiple of {MX_BLOCK}, at least 2 blocks and at most 65536 (got K={})",
+            o.k
+        ));
     }
     let (mk, kn) = (o.m as u128 * o.k as u128, o.k as u128 * o.n as u128);
     if mk.max(kn) > crate::limits::MAX_ELEMENTS as u128 || (o.m * o.n) as u128 > crate::limits::MAX_ELEMENTS as u128 {
@@ -546,28 +999,88 @@ fn random_values(t: InType, count: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Random MX operands: finite nonzero codes of the format, scales within
+/// +-4 of 2^0 (`rows` x `cols` codes, a scale per 32 codes along `rows`
+/// when `along_rows`, else along `cols`).
+fn random_mx(f: MxFormat, rows: usize, cols: usize, along_rows: bool, seed: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut r = crate::rng::SplitMix64::new(seed);
+    let e = f.element();
+    let codes = (0..rows * cols)
+        .map(|_| loop {
+            let c = (r.next_u32() & 0xFF) as u8;
+            let v = e.decode_f32(c as u16);
+            if v.is_finite() && v != 0.0 {
+                return c;
+            }
+        })
+        .collect();
+    let ns = if along_rows {
+        rows / MX_BLOCK * cols
+    } else {
+        rows * cols / MX_BLOCK
+    };
+    let scales = (0..ns).map(|_| (127 + r.range_i64(-4, 4)) as u8).collect();
+    (codes, scales)
+}
+
+/// The shape an order shows to MX probes (one unit per block): its tree
+/// over blocks for block-scale `fma`/`muladd`, else its element tree seen
+/// at the first element of each block.
+fn block_shape(o: &Order, k: usize) -> Shape {
+    if o.scale == MxScale::Block && o.mma().is_none() {
+        Shape::of_tree(&o.compile(k / MX_BLOCK))
+    } else {
+        let bs = MX_BLOCK as u32;
+        Shape::of_tree(&o.compile(k)).restrict(k / MX_BLOCK, |x| x.is_multiple_of(bs).then_some(x / bs))
+    }
+}
+
 /// Recovers the subject's reduction tree for the launch shape of `o` (see
 /// the module doc).
 pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, RevealError> {
-    check_options(&o)?;
-    let (lo, hi, scheme) = magnitudes(o.input);
+    reveal_with(subject, o, None)
+}
+
+/// [`reveal`] for a subject that reads MX operands of `format` (codes and
+/// E8M0 scales, blocks of 32 along K): the probes put one unit in the first
+/// element of each block and the large values in the block scales
+/// (`+-1 * 2^40`), so the range is the scales', not the element format's.
+/// What is recovered is the tree over blocks (the shape's leaf b is block
+/// b): the whole tree of a `scale=block` `fma`/`muladd` order; for orders
+/// that sum elements (`dequant`, `fused`, `mma` with promotion) the tree
+/// seen at the first element of each block, the order within a block being
+/// told apart by the bytes on random MX inputs.
+pub fn reveal_mx(subject: &dyn Subject, o: RevealOptions, format: MxFormat) -> Result<Revealed, RevealError> {
+    reveal_with(subject, o, Some(format))
+}
+
+fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Revealed, RevealError> {
+    check_options(&o, mx.is_some())?;
+    let codes =
+        match mx {
+            None => None,
+            Some(f) => Some(MxCodes::of(f).ok_or_else(|| {
+                RevealError::Options(format!("MX format {}: +1, -1 and 0 are not all codes", f.name()))
+            })?),
+        };
+    let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
+    let (lo, hi, scheme) = magnitudes(o.input, mx.is_some());
     let mut pr = Prober {
         subject,
         o,
+        mx: codes,
+        kl,
         lo,
         hi,
         scheme,
-        window: o.k,
+        window: kl,
         launches: 0,
-        answers: Vec::new(),
+        tallies: Tallies::default(),
     };
     pr.window = pr.calibrate()?;
-    if pr.window < o.k {
-        pr.scheme = Scheme::Diagonal;
-    }
     // FPRev's recursion, one level per round
     let mut tasks = vec![Task {
-        set: (0..o.k as u32).collect(),
+        set: (0..kl as u32).collect(),
         groups: vec![],
     }];
     let mut frontier = vec![0usize];
@@ -612,10 +1125,9 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
     let root = match assemble(&tasks, 0, &mut nodes)? {
         Built::Leaf(x) => Child::Leaf(x),
         Built::Group(ch, size) => {
-            if size as usize != o.k {
+            if size as usize != kl {
                 return Err(RevealError::Inconsistent(format!(
-                    "the recovered tree holds {size} of the K = {} terms",
-                    o.k
+                    "the recovered tree holds {size} of the {kl} terms"
                 )));
             }
             nodes.push(ch);
@@ -623,86 +1135,48 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         }
     };
     let shape = Shape {
-        k: o.k,
+        k: kl,
         nodes,
         root: Some(root),
     };
-    // every answer against the recovered tree
-    // (the launches repeat the same few pairs at many positions: each
-    // distinct pair's `L` is computed once, every answer still compared)
-    let lca = shape.lca_sizes();
-    let mut memo: HashMap<(u32, u32), Option<u32>> = HashMap::new();
-    let l_of = |memo: &mut HashMap<(u32, u32), Option<u32>>, p: u32, q: u32| {
-        *memo.entry((p, q)).or_insert_with(|| lca.get(p, q))
-    };
-    let mut disagreements = Vec::new();
-    let mut disagreement_count = 0;
-    for Answer {
-        launch,
-        row,
-        col,
-        p,
-        q,
-        window,
-        measured,
-    } in &pr.answers
-    {
-        let pq = l_of(&mut memo, *p, *q);
-        let expected = match window {
-            None => pq,
-            Some(w) => {
-                // the lost units of this window, plus p and q
-                pq.map(|b| {
-                    2 + w
-                        .iter()
-                        .filter(|&&x| l_of(&mut memo, *p, x).is_some_and(|a| a <= b))
-                        .count() as u32
-                })
-            }
-        };
-        if expected != Some(*measured) {
-            disagreement_count += 1;
-            if disagreements.len() < 16 {
-                disagreements.push(Disagreement {
-                    launch: *launch,
-                    row: *row,
-                    col: *col,
-                    p: *p,
-                    q: *q,
-                    expected: expected.unwrap_or(0),
-                    measured: *measured,
-                });
-            }
-        }
-    }
-    let checked = pr.answers.len();
+    // every requested probe's answers (tallied) and the sample of the
+    // others against the recovered tree
+    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, kl, pr.window);
+    let t = &pr.tallies;
+    let (probes, checked, distinct_probes) = (
+        t.answers as usize,
+        (t.answers - t.unrequested) as usize + t.sample.len(),
+        t.first.len(),
+    );
     // the order: shape-matching candidates told apart by their bytes
-    let family = candidates::family(Inputs::of_type(o.input), o.k);
+    let inputs = if mx.is_some() {
+        Inputs::Mx
+    } else {
+        Inputs::of_type(o.input)
+    };
+    let family = candidates::family(inputs, o.k);
     let canon = shape.canonical();
     let shape_matches: Vec<Order> = family
         .iter()
         .map(|c| c.order)
-        .filter(|ord| Shape::of_tree(&ord.compile(o.k)).canonical() == canon)
+        .filter(|ord| {
+            let s = if mx.is_some() {
+                block_shape(ord, o.k)
+            } else {
+                Shape::of_tree(&ord.compile(o.k))
+            };
+            s.canonical() == canon
+        })
         .collect();
     let mut order = None;
     let mut equivalent = Vec::new();
     let mut verified_elements = 0;
     if !shape_matches.is_empty() {
-        let a = random_values(o.input, o.m * o.k, o.seed ^ 0xA11CE);
-        let b = random_values(o.input, o.k * o.n, o.seed ^ 0xB0B);
-        let out = pr.run_all(&[(a.clone(), b.clone())])?.remove(0);
         let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
-        let observed: Vec<f32> = rows
-            .iter()
-            .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
-            .collect();
-        let p = Problem {
-            a: Matrix::F32(&a),
-            b: Matrix::F32(&b),
-            m: o.m,
-            n: o.n,
-            k: o.k,
-            b_layout: BLayout::Kn,
+        let pick = |out: &[f32]| -> Vec<f32> {
+            rows.iter()
+                .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
+                .collect()
         };
         let cands: Vec<candidates::Candidate> = shape_matches
             .iter()
@@ -711,13 +1185,63 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
                 source: candidates::Source::Family,
             })
             .collect();
-        let ids =
-            identify(&p, &rows, &observed, &cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
+        let ids = match mx {
+            None => {
+                let a = random_values(o.input, o.m * o.k, o.seed ^ 0xA11CE);
+                let b = random_values(o.input, o.k * o.n, o.seed ^ 0xB0B);
+                let p = Problem {
+                    a: Matrix::F32(&a),
+                    b: Matrix::F32(&b),
+                    m: o.m,
+                    n: o.n,
+                    k: o.k,
+                    b_layout: BLayout::Kn,
+                };
+                pr.launches += 1;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
+                let observed = pick(&out);
+                verified_elements = observed.len();
+                identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
+            }
+            Some(f) => {
+                let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
+                let (cb, sb) = random_mx(f, o.k, o.n, true, o.seed ^ 0xB0B);
+                let p = Problem {
+                    a: Matrix::Mx {
+                        codes: &ca,
+                        scales: &sa,
+                        format: f,
+                    },
+                    b: Matrix::Mx {
+                        codes: &cb,
+                        scales: &sb,
+                        format: f,
+                    },
+                    m: o.m,
+                    n: o.n,
+                    k: o.k,
+                    b_layout: BLayout::Kn,
+                };
+                pr.launches += 1;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
+                let observed = pick(&out);
+                verified_elements = observed.len();
+                identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
+            }
+        }
+        .map_err(RevealError::Inconsistent)?;
         let mut common: Vec<Order> = ids[0].matches.clone();
         for id in &ids[1..] {
             common.retain(|x| id.matches.contains(x));
         }
-        verified_elements = observed.len();
         if let Some((first, rest)) = common.split_first() {
             order = Some(*first);
             equivalent = rest.to_vec();
@@ -728,10 +1252,12 @@ pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, Revea
         k: o.k,
         n: o.n,
         input: o.input,
+        mx,
         scheme: pr.scheme,
         window: pr.window,
         launches: pr.launches,
-        probes: checked,
+        probes,
+        distinct_probes,
         shape,
         checked,
         disagreements,

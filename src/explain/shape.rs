@@ -162,6 +162,60 @@ impl Shape {
         }
     }
 
+    /// `L(p, x)` for every leaf x (0 for p itself and for leaves not in
+    /// the tree, None when p is not in it): one walk up from p, each leaf
+    /// visited once, O(K).
+    pub fn lca_row(&self, lca: &LcaSizes, p: u32) -> Option<Vec<u32>> {
+        let mut out = vec![0u32; self.k];
+        let mut prev = Child::Leaf(p);
+        let mut a = (*lca.leaf_parent.get(p as usize)?)?;
+        let mut stack: Vec<Child> = Vec::new();
+        loop {
+            stack.extend(self.nodes[a].iter().filter(|c| **c != prev));
+            while let Some(c) = stack.pop() {
+                match c {
+                    Child::Leaf(x) => {
+                        if let Some(o) = out.get_mut(x as usize) {
+                            *o = lca.sizes[a];
+                        }
+                    }
+                    Child::Node(j) => stack.extend(self.nodes[j].iter().copied()),
+                }
+            }
+            prev = Child::Node(a);
+            match lca.node_parent[a] {
+                Some(b) => a = b,
+                None => return Some(out),
+            }
+        }
+    }
+
+    /// The shape restricted to some leaves, relabelled: `map(x)` is leaf
+    /// x's new label in `0..k` (None: dropped). Nodes left with one child
+    /// are that child; with none, they vanish. What probes see when only
+    /// the mapped terms carry units (MX probes: one element per block).
+    pub fn restrict(&self, k: usize, map: impl Fn(u32) -> Option<u32>) -> Shape {
+        let mut nodes: Vec<Vec<Child>> = Vec::new();
+        let mut new: Vec<Option<Child>> = Vec::with_capacity(self.nodes.len());
+        let get = |new: &Vec<Option<Child>>, c: &Child| match c {
+            Child::Leaf(x) => map(*x).map(Child::Leaf),
+            Child::Node(j) => new[*j],
+        };
+        for ch in &self.nodes {
+            let kept: Vec<Child> = ch.iter().filter_map(|c| get(&new, c)).collect();
+            new.push(match kept.len() {
+                0 => None,
+                1 => Some(kept[0]),
+                _ => {
+                    nodes.push(kept);
+                    Some(Child::Node(nodes.len() - 1))
+                }
+            });
+        }
+        let root = self.root.and_then(|r| get(&new, &r));
+        Shape { k, nodes, root }
+    }
+
     /// The leaves in the order they appear under the root.
     pub fn leaves(&self) -> usize {
         self.nodes
@@ -237,6 +291,27 @@ mod tests {
         assert_ne!(shape("fma;split=4", 64), shape("fma;split=4;reduce=pairwise", 64));
         assert_ne!(shape("hopper-bf16", 64), shape("ampere-bf16", 64));
         assert_eq!(shape("hopper-bf16", 64), shape("mma(k=16,f=24)", 64));
+    }
+
+    #[test]
+    fn lca_rows_agree_with_lca_sizes_and_restriction_keeps_structure() {
+        for spec in ["fma", "fma;split=4;reduce=pairwise", "hopper-bf16", "fma;lanes=8"] {
+            let s = shape(spec, 64);
+            let l = s.lca_sizes();
+            for p in [0u32, 5, 17, 63] {
+                let row = s.lca_row(&l, p).unwrap();
+                for x in 0..64u32 {
+                    let want = if x == p { 0 } else { l.get(p, x).unwrap() };
+                    assert_eq!(row[x as usize], want, "{spec} L({p}, {x})");
+                }
+            }
+        }
+        // a chain over 128 terms seen at every 32nd term is a chain over 4
+        let r = shape("fma", 128).restrict(4, |x| (x % 32 == 0).then_some(x / 32));
+        assert!(r == shape("fma", 4));
+        let r = shape("fma;split=2;reduce=pairwise", 128).restrict(4, |x| (x % 32 == 0).then_some(x / 32));
+        assert!(r == shape("fma;split=2", 4));
+        assert!(r != shape("fma", 4));
     }
 
     #[test]

@@ -181,21 +181,28 @@ impl fmt::Display for Revealed {
             Scheme::RowsColumns => "rows x columns",
             Scheme::Diagonal => "diagonal",
         };
+        let inputs = match self.mx {
+            Some(f) => format!(
+                "{} inputs, one unit per block of 32, the large values in the scales",
+                f.name()
+            ),
+            None => format!("{} inputs", self.input.name()),
+        };
         writeln!(
             f,
-            "revealed at M={} K={} N={} ({} inputs): {} launches, {} probe answers ({scheme} probes, {} units counted per probe)",
+            "revealed at M={} K={} N={} ({inputs}): {} launches, {} probe answers of {} distinct probes ({scheme} probes, {} units counted per probe)",
             self.m,
             self.k,
             self.n,
-            self.input.name(),
             self.launches,
             self.probes,
+            self.distinct_probes,
             self.window
         )?;
         if self.disagreement_count == 0 {
             writeln!(
                 f,
-                "every probe answer ({}) agrees with one tree: the positions of a launch share it",
+                "every probe answer checked ({}: all answers of the requested probes, a sample of the rest) agrees with one tree: the positions of a launch share it",
                 self.checked
             )?;
         } else {

@@ -2,10 +2,15 @@
 //! (docs/BI.md, "Exec protocol").
 //!
 //! # Contract
-//! - The runner is started once, `sh -c CMD`, in its own process group,
-//!   stdin and stdout piped, stderr inherited. Its first line is the
-//!   greeting `{"protocol": "mxbi-exec/1", "name": "..."}`; the subject is
-//!   named `exec:<name>`.
+//! - The runner is started once, `sh -c CMD`, in its own process group
+//!   (in [`ExecOptions::dir`] when set, e.g. a case file's folder), stdin
+//!   and stdout piped. Its first line is the greeting `{"protocol":
+//!   "mxbi-exec/1", "name": "..."}`; the subject is named `exec:<name>`.
+//! - Its stderr is copied to `WORK/runner-stderr.log` and, once it has
+//!   greeted, to mxbi's stderr as it comes (lines printed before the
+//!   greeting are shown then). A runner that ends before greeting shows
+//!   nothing of its own: mxbi's one line quotes its last stderr line (e.g.
+//!   the shell's `not found`).
 //! - Per job, mxbi writes `WORK/job-NNNNNN/a.npy` (`<f4 [M, K]`) and `b.npy`
 //!   (`<f4 [K, N]`), sends one line `{"job", "a", "b", "m", "k", "n",
 //!   "input", "out"}` and waits at most `timeout` for one answer line:
@@ -42,6 +47,10 @@ use std::time::{Duration, Instant};
 pub const EXEC_PROTOCOL: &str = "mxbi-exec/1";
 /// Longest line a runner may print.
 const MAX_LINE: u64 = 1 << 20;
+/// The runner's stderr, in the work folder.
+const STDERR_LOG: &str = "runner-stderr.log";
+/// Most stderr lines held back until the greeting.
+const MAX_HELD_LINES: usize = 1000;
 /// How long a runner may take to exit after EOF before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -54,6 +63,8 @@ pub struct ExecOptions {
     pub keep: bool,
     /// The input type jobs announce (`"input"`); values must be exact in it.
     pub input: InType,
+    /// The folder the runner starts in (None: mxbi's own).
+    pub dir: Option<PathBuf>,
 }
 
 impl Default for ExecOptions {
@@ -62,6 +73,7 @@ impl Default for ExecOptions {
             timeout: Duration::from_secs(120),
             keep: false,
             input: InType::F32,
+            dir: None,
         }
     }
 }
@@ -96,13 +108,17 @@ impl Exec {
             .arg(cmd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
+        if let Some(d) = &opts.dir {
+            c.current_dir(d);
+        }
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut c, 0);
         let mut child = c.spawn().map_err(|e| {
             let _ = std::fs::remove_dir_all(&work);
             format!("exec '{cmd}': cannot start sh: {e}")
         })?;
+        let tap = Tap::start(child.stderr.take().expect("stderr is piped"), &work.join(STDERR_LOG));
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -137,8 +153,12 @@ impl Exec {
         };
         let fail = |runner: &mut Runner, why: String| {
             runner.kill();
+            let last = tap.last_line();
             let _ = std::fs::remove_dir_all(&work);
-            format!("exec '{cmd}': {why}")
+            match last {
+                Some(l) => format!("exec '{cmd}': {why}; its last stderr line: {}", clip(&l)),
+                None => format!("exec '{cmd}': {why}"),
+            }
         };
         let greeting = match runner.next_line(opts.timeout, "the greeting") {
             Ok(l) => l,
@@ -148,6 +168,7 @@ impl Exec {
             Ok(n) => n,
             Err(why) => return Err(fail(&mut runner, why)),
         };
+        tap.release();
         Ok(Exec {
             name,
             opts,
@@ -408,6 +429,78 @@ fn clip(line: &str) -> String {
         s.push_str("...");
     }
     format!("{s:?}")
+}
+
+/// The runner's stderr: copied to a log file, held back until the runner
+/// has greeted, then passed on to mxbi's stderr line by line.
+struct Tap {
+    state: Mutex<TapState>,
+    /// Set (and notified) when the runner's stderr reached EOF.
+    done: (Mutex<bool>, std::sync::Condvar),
+}
+
+#[derive(Default)]
+struct TapState {
+    forward: bool,
+    held: Vec<Vec<u8>>,
+    last: Option<String>,
+}
+
+impl Tap {
+    fn start(from: impl Read + Send + 'static, log: &Path) -> std::sync::Arc<Tap> {
+        let tap = std::sync::Arc::new(Tap {
+            state: Mutex::new(TapState::default()),
+            done: (Mutex::new(false), std::sync::Condvar::new()),
+        });
+        let mut file = std::fs::File::create(log).ok();
+        let t = tap.clone();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(from);
+            loop {
+                let mut buf = Vec::new();
+                match (&mut r).take(MAX_LINE).read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if let Some(f) = file.as_mut() {
+                    let _ = f.write_all(&buf);
+                }
+                let text = String::from_utf8_lossy(&buf).trim().to_string();
+                let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
+                if !text.is_empty() {
+                    st.last = Some(text);
+                }
+                if st.forward {
+                    let _ = std::io::stderr().write_all(&buf);
+                } else if st.held.len() < MAX_HELD_LINES {
+                    st.held.push(buf);
+                }
+            }
+            let (lock, cv) = &t.done;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        });
+        tap
+    }
+
+    /// The runner greeted: show what it printed so far, pass on the rest.
+    fn release(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut err = std::io::stderr().lock();
+        for l in st.held.drain(..) {
+            let _ = err.write_all(&l);
+        }
+        st.forward = true;
+    }
+
+    /// The last non-empty stderr line, after waiting up to a second for
+    /// the (killed) runner's stderr to end.
+    fn last_line(&self) -> Option<String> {
+        let (lock, cv) = &self.done;
+        let g = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cv.wait_timeout_while(g, Duration::from_secs(1), |done| !*done);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).last.clone()
+    }
 }
 
 /// A fresh folder under the system temp dir.

@@ -15,10 +15,11 @@ an error), error-m3 (jobs with M >= 3 do), die-at-start, die-after-1, hang,
 garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
 stdout), bad-greeting, exit-after-1 (exits right after answering job 1: mxbi's
 next write meets a closed pipe), close-stdout (closes stdout and hangs),
-dev-zero (names /dev/zero as its output); lies for the malformed-input battery:
-f16-said-f32 (writes f16, says f32), other-m (writes [M + 1, N]), nan (every
-output NaN), no-file-exit (answers job 1 without writing it, then exits),
-chatter-after (prints a log line after each answer).
+dev-zero (names /dev/zero as its output), need-bf16 (answers an error for a job
+whose input type is not bf16, as a bf16 library runner does); lies for the
+malformed-input battery: f16-said-f32 (writes f16, says f32), other-m (writes
+[M + 1, N]), nan (every output NaN), no-file-exit (answers job 1 without
+writing it, then exits), chatter-after (prints a log line after each answer).
 """
 import ast
 import json
@@ -126,6 +127,9 @@ def serve(mode):
             continue
         if mode == "chatter":
             print("computing job", job["job"], flush=True)
+        if mode == "need-bf16" and job["input"] != "bf16":
+            say({"job": job["job"], "error": "bf16 runner given %s inputs" % job["input"]})
+            continue
         if mode == "error" or (mode == "error-m3" and job["m"] >= 3):
             say({"job": job["job"], "error": "this runner refuses every job"})
             continue
