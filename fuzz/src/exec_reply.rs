@@ -58,8 +58,13 @@ pub fn run(data: &[u8]) -> bool {
         Ok(v) => {
             assert_eq!(v.len(), m * n);
             if dtype == OutType::F32 {
-                let tail = &file[file.len() - 4 * m * n..];
-                for (x, c) in v.iter().zip(tail.chunks_exact(4)) {
+                // the data follows the header (bytes after it are ignored, as numpy does)
+                let start = match file[6] {
+                    1 => 10 + u16::from_le_bytes([file[8], file[9]]) as usize,
+                    _ => 12 + u32::from_le_bytes([file[8], file[9], file[10], file[11]]) as usize,
+                };
+                let data = &file[start..start + 4 * m * n];
+                for (x, c) in v.iter().zip(data.chunks_exact(4)) {
                     assert_eq!(x.to_bits(), u32::from_le_bytes(c.try_into().unwrap()));
                 }
             }

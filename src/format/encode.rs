@@ -251,7 +251,7 @@ impl CastTable {
     }
 
     /// Most tables [`CastTable::cached`] keeps.
-    pub const CACHE_MAX: usize = 64;
+    pub const CACHE_MAX: usize = 256;
 
     /// Code of one f32 and an error flag (0 or 1).
     #[inline(always)]
