@@ -11,6 +11,7 @@
 //! | [`gemm`] | bit-exact evaluation of an order on f32/bf16/f16/MX inputs (generic evaluator, fast kernels, traces) |
 //! | [`subject`] | the subject interface: anything that computes a GEMM-like op; the CPU model is the first |
 //! | [`explain`] | the explainer: the order behind observed bytes, a subject's recovered tree, divergence, exactness, fixes (docs/EXPLAIN.md) |
+//! | [`fuzz`] | `mxbi fuzz`: checker cells drawn toward a subject's edges (proptest strategies), shrunk to a minimal case file, a regression corpus |
 //! | [`accuracy`] | accuracy verdicts: exact goldens, double-benchmark metrics and standards, ULP view, scoped tolerances (docs/ACCURACY.md) |
 //! | [`op`] | fused comm+matmul op models (multi-rank, simulated), per-row provenance (docs/OPS.md) |
 //! | [`io`] | `.npy` / `.safetensors` tensors |
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod device;
 pub mod explain;
 pub mod format;
+pub mod fuzz;
 pub mod gemm;
 pub mod io;
 pub mod limits;

@@ -46,8 +46,17 @@ fn assert_never_imports(module: &str, forbidden: &[&str]) {
 
 #[test]
 fn checking_layers_reach_kernels_only_through_subjects() {
-    for module in ["bi", "subject", "explain", "accuracy"] {
+    for module in ["bi", "subject", "explain", "accuracy", "fuzz"] {
         assert_never_imports(module, &["device", "op", "cli"]);
+    }
+}
+
+#[test]
+fn only_the_cli_reaches_the_fuzzer() {
+    for module in [
+        "bi", "subject", "explain", "accuracy", "op", "device", "format", "mx", "order", "gemm", "rng", "limits", "io",
+    ] {
+        assert_never_imports(module, &["fuzz"]);
     }
 }
 

@@ -25,9 +25,11 @@
 //!   disagree with `standard.bi.row_positions`, positions when no chosen
 //!   family uses them, `vs` without the `switch` family.
 
+use super::content::Content;
 use super::family::{Family, RowPos};
 use super::run::{edge_ms, CheckOptions};
 use crate::order::InType;
+use crate::subject::Knobs;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -100,6 +102,14 @@ pub struct Case {
     /// is carried into the report; `bi` selects the content test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<Standard>,
+    /// How input values are drawn (default: the plain drawing): a content
+    /// class and its simplifications (`mxbi fuzz` writes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Content>,
+    /// The subject's setting (world size, MX scale kinds, deterministic
+    /// communication), for subjects that take knobs (`op:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knobs: Option<Knobs>,
 }
 
 /// The seed-000 `standard` object.
@@ -381,6 +391,9 @@ impl Case {
             repeats: self.repeats.unwrap_or(DEFAULT_REPEATS),
         };
         opts.validate(self.vs.is_some())?;
+        if let Some(c) = &self.content {
+            c.validate()?;
+        }
         Ok(opts)
     }
 }

@@ -2,6 +2,7 @@
 //! seed and its own row id (never from its position), so the same row can be
 //! placed in any batch, at any position, and be the same bytes.
 
+use super::content::{Content, Drawer};
 use crate::order::{InType, Order};
 use crate::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,8 @@ pub struct Rows {
     pub draw: Draw,
     /// B, `[K, N]` row-major.
     pub b: Vec<f32>,
+    /// How the values are drawn (default: the plain drawing).
+    pub content: Content,
 }
 
 impl Rows {
@@ -100,10 +103,28 @@ impl Rows {
     }
 
     pub fn drawn(seed: u64, k: usize, n: usize, ty: InType, how: Draw) -> Rows {
+        Rows::build(seed, k, n, ty, how, Content::default())
+    }
+
+    /// Rows drawn as `content` says (`bi::content`; the default content is
+    /// [`Rows::new`]).
+    pub fn with_content(seed: u64, k: usize, n: usize, ty: InType, content: Content) -> Rows {
+        Rows::build(seed, k, n, ty, Draw::Wide, content)
+    }
+
+    /// `how` applies to the plain content; any other content draws its own values.
+    pub(super) fn build(seed: u64, k: usize, n: usize, ty: InType, how: Draw, content: Content) -> Rows {
         let mut b = Vec::with_capacity(k * n);
-        for kk in 0..k {
-            let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
-            b.extend((0..n).map(|_| draw(ty, how, &mut r)));
+        if content.is_plain() {
+            for kk in 0..k {
+                let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
+                b.extend((0..n).map(|_| draw(ty, how, &mut r)));
+            }
+        } else {
+            let d = Drawer::new(content, ty, seed, k);
+            for kk in 0..k {
+                b.extend(d.b_row(kk, n));
+            }
         }
         Rows {
             seed,
@@ -112,11 +133,15 @@ impl Rows {
             ty,
             draw: how,
             b,
+            content,
         }
     }
 
     /// One row of A, a function of the seed and the row id only.
     pub fn row(&self, id: u64) -> Vec<f32> {
+        if !self.content.is_plain() {
+            return Drawer::new(self.content, self.ty, self.seed, self.k).a_row(id);
+        }
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);
         (0..self.k).map(|_| draw(self.ty, self.draw, &mut r)).collect()
     }

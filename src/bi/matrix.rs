@@ -36,6 +36,7 @@
 //! Inputs are drawn in the matrix's type unless the subject declares a
 //! narrower one ([`Subject::input`] other than f32), which then wins.
 
+use super::content::Content;
 use super::edge_ms;
 use super::family::{Family, RowPos};
 use super::inputs::Draw;
@@ -206,7 +207,7 @@ pub fn run_matrix(
             j.opts.input = t;
         }
     }
-    run_jobs(&resolved, &built, None, shard, progress)
+    run_jobs(&resolved, &built, None, shard, Content::default(), progress)
 }
 
 /// [`run_matrix`] on one subject the caller holds (an `exec:` runner
@@ -230,7 +231,14 @@ pub fn run_matrix_on(
             j.opts.input = t;
         }
     }
-    run_jobs(&resolved, &|_| Ok(Held::Borrowed(subject)), None, shard, progress)
+    run_jobs(
+        &resolved,
+        &|_| Ok(Held::Borrowed(subject)),
+        None,
+        shard,
+        Content::default(),
+        progress,
+    )
 }
 
 /// The engine under [`super::check`] and [`run_matrix`].
@@ -239,6 +247,7 @@ pub(super) fn run_jobs<'a>(
     factory: &dyn Fn(&Knobs) -> Result<Held<'a>, String>,
     vs: Option<&dyn Subject>,
     shard: Option<(usize, usize)>,
+    content: Content,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Report, String> {
     if jobs.is_empty() {
@@ -301,8 +310,8 @@ pub(super) fn run_jobs<'a>(
     for (done, &x) in selected.iter().enumerate() {
         let (ji, plan) = &all[x];
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw)) {
-            session = Some(Session::new(&job.opts, job.draw));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw, content)) {
+            session = Some(Session::new(&job.opts, job.draw, content));
         }
         let s = session.as_mut().expect("set above");
         cells.push(run_plan(
@@ -326,8 +335,8 @@ pub(super) fn run_jobs<'a>(
             continue;
         };
         let job = &jobs[*ji];
-        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw)) {
-            session = Some(Session::new(&job.opts, job.draw));
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw, content)) {
+            session = Some(Session::new(&job.opts, job.draw, content));
         }
         let ws = subjects[&job.knobs].get().world_size();
         controls.push(control(plan, session.as_mut().expect("set above"), &job.opts, ws)?);

@@ -45,6 +45,7 @@
 //!   same command gives the same report bytes on any machine.
 
 mod case;
+mod content;
 mod family;
 mod grid;
 mod heatmap;
@@ -58,14 +59,15 @@ mod verdict;
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
 };
+pub use content::{Content, ContentClass};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
-pub use inputs::{input_of, Draw, Rows};
+pub use inputs::{input_of, other_id, Draw, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
 pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
-pub use run::{check_shard, edge_ms, CheckOptions, Limits};
+pub use run::{check_cells, check_content, check_shard, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 
 pub use run::check;

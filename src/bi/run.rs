@@ -1,6 +1,7 @@
 //! Running cells: building each family's batches from the seed, calling the
 //! subject, comparing bytes, the vacuity test and the positive controls.
 
+use super::content::Content;
 use super::family::{Family, RowPos};
 use super::inputs::{other_id, Draw, Rows};
 use super::report::{Cell, Control, Report};
@@ -150,9 +151,9 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub(super) fn new(opts: &CheckOptions, draw: Draw) -> Session {
+    pub(super) fn new(opts: &CheckOptions, draw: Draw, content: Content) -> Session {
         Session {
-            rows: Rows::drawn(opts.seed, opts.k, opts.n, opts.input, draw),
+            rows: Rows::build(opts.seed, opts.k, opts.n, opts.input, draw, content),
             row_cache: HashMap::new(),
             batches: HashMap::new(),
             cached: 0,
@@ -160,11 +161,11 @@ impl Session {
         }
     }
 
-    /// Whether this session serves `opts` drawn `draw` (same seed, K, N,
-    /// input type and draw).
-    pub(super) fn serves(&self, opts: &CheckOptions, draw: Draw) -> bool {
+    /// Whether this session serves `opts` drawn `draw` with `content` (same
+    /// seed, K, N, input type, draw and content).
+    pub(super) fn serves(&self, opts: &CheckOptions, draw: Draw, content: Content) -> bool {
         let r = &self.rows;
-        (r.seed, r.k, r.n, r.ty, r.draw) == (opts.seed, opts.k, opts.n, opts.input, draw)
+        (r.seed, r.k, r.n, r.ty, r.draw, r.content) == (opts.seed, opts.k, opts.n, opts.input, draw, content)
     }
 
     fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
@@ -742,8 +743,61 @@ pub fn check_shard(
         &|_| Ok(super::matrix::Held::Borrowed(subject)),
         vs,
         shard,
+        Content::default(),
         progress,
     )?;
     report.matrix = None;
     Ok(report)
+}
+
+/// [`check`] with inputs drawn as `content` says (a case's `content`).
+pub fn check_content(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    content: Content,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    content.validate()?;
+    let job = super::matrix::Job {
+        knobs: Knobs::default(),
+        opts: opts.clone(),
+        draw: Draw::Wide,
+    };
+    let mut report = super::matrix::run_jobs(
+        &[job],
+        &|_| Ok(super::matrix::Held::Borrowed(subject)),
+        vs,
+        None,
+        content,
+        progress,
+    )?;
+    report.matrix = None;
+    Ok(report)
+}
+
+/// The cells of a check and nothing else (no positive controls, no
+/// report): what a search that runs many small checks needs. `knobs` only
+/// names the subject's setting in the cell ids. Err: bad options, or a
+/// subject that reported itself broken.
+pub fn check_cells(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    content: Content,
+    knobs: &Knobs,
+) -> Result<Vec<Cell>, String> {
+    opts.validate(vs.is_some())?;
+    content.validate()?;
+    let mut session = Session::new(opts, Draw::Wide, content);
+    let mut fams = opts.families.clone();
+    fams.sort_unstable();
+    fams.dedup();
+    let mut cells = Vec::new();
+    for f in fams {
+        for plan in plans(opts, f, subject.world_size()) {
+            cells.push(run_plan(&plan, &mut session, opts, knobs, subject, vs)?);
+        }
+    }
+    Ok(cells)
 }

@@ -6,7 +6,7 @@
 use super::bi::{parse_pair, RunnerCtx};
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
-use crate::bi::{case_schema, check, Case, CaseInfo, MAX_CASE_BYTES};
+use crate::bi::{case_schema, check_content, Case, CaseInfo, MAX_CASE_BYTES};
 use std::path::Path;
 
 /// A subject spec with a relative `dispatch:` or `dump:` path resolved
@@ -52,17 +52,29 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
         ..RunnerCtx::default()
     };
     let vs_spec = case.vs.as_deref().map(|s| resolve_spec(s, base));
-    let (subject, vs) = parse_pair(&resolve_spec(&case.subject, base), vs_spec.as_deref(), &ctx)?;
+    let (mut subject, vs) = parse_pair(&resolve_spec(&case.subject, base), vs_spec.as_deref(), &ctx)?;
+    // a subject setting (op: scale kinds, world size) builds the subject under it
+    if let Some(k) = case.knobs.filter(|k| !k.is_empty()) {
+        let s = super::subjects::subject_from_spec(&resolve_spec(&case.subject, base), &k)
+            .map_err(|e| CliError(format!("{name}: knobs: {e}")))?;
+        subject = super::bi::ParsedSubject {
+            input: s.input(),
+            boundaries: s.m_boundaries(),
+            subject: s,
+            kept: None,
+        };
+    }
     let opts = case
         .options(subject.input, &subject.boundaries)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
     let acc = case.standard.as_ref().and_then(|s| s.acc.as_deref());
     let acc_standard = acc.map(|a| super::accuracy::case_standard(&name, a)).transpose()?;
     let pb = progress_bar();
-    let report = check(
+    let report = check_content(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
+        case.content.unwrap_or_default(),
         &tick(&pb),
     );
     pb.finish_and_clear();

@@ -28,6 +28,7 @@ mod bi_report;
 mod demo;
 mod device;
 mod explain;
+mod fuzz;
 mod gemm;
 mod mx_table;
 mod op;
@@ -212,6 +213,9 @@ pub enum Command {
     Op(op::OpCommand),
     /// Accuracy verdict of an output against a golden and a benchmark (docs/ACCURACY.md).
     Accuracy(accuracy::AccuracyArgs),
+    /// Search a subject for a batch-invariance failure and shrink it to a
+    /// minimal case file (docs/BI.md).
+    Fuzz(fuzz::FuzzArgs),
 }
 
 #[derive(Args, Debug)]
@@ -352,6 +356,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo => return demo::run(),
         Command::Explain(a) => return explain::explain(a),
         Command::Reveal(a) => return explain::reveal(a),
+        Command::Op(c) => return op::run(c),
+        Command::Fuzz(a) => return fuzz::run(a),
         _ => {}
     }
     match cli.command {
@@ -367,8 +373,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Order(a) => gemm::order(a),
         Command::Trace(a) => gemm::trace(a),
         Command::Device(_) => unreachable!("handled above"),
-        Command::Op(c) => op::run(c),
-        Command::Bi(_) | Command::Accuracy(_) | Command::Explain(_) | Command::Reveal(_) => {
+        Command::Bi(_)
+        | Command::Accuracy(_)
+        | Command::Explain(_)
+        | Command::Reveal(_)
+        | Command::Op(_)
+        | Command::Fuzz(_) => {
             unreachable!("handled above")
         }
     }?;

@@ -1,7 +1,9 @@
 //! `mxbi op list`, `mxbi op run`: fused comm+matmul op models
 //! (docs/OPS.md). File handling and printing only.
 
-use super::{CliError, Result};
+mod explain;
+
+use super::{CliError, Outcome, Result};
 use crate::io;
 use crate::op::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
 use clap::{Args, Subcommand};
@@ -13,6 +15,16 @@ pub enum OpCommand {
     List,
     /// Run an op spec: per-rank outputs (rank{r}.npy) and provenance.json.
     Run(RunArgs),
+    /// Rank the mechanisms (one path, scale-point split, K-loop schedule
+    /// split, content coupling) by which reproduces each rank's observed
+    /// all-gather-matmul bytes (docs/OPS.md).
+    Explain(explain::ExplainArgs),
+    /// Where each mechanism preset's LOCAL vs GATHER difference is visible,
+    /// per x1/x2 scale combination (the exactness analysis, docs/OPS.md).
+    Visibility(explain::VisibilityArgs),
+    /// Compare every rank's copy of one all-gather row; on a difference,
+    /// name the first diverging node from the op provenance records.
+    Check(explain::CheckArgs),
 }
 
 #[derive(Args, Debug)]
@@ -36,7 +48,7 @@ pub struct RunArgs {
     pub out: PathBuf,
 }
 
-pub fn run(c: OpCommand) -> Result<()> {
+pub fn run(c: OpCommand) -> Result<Outcome> {
     match c {
         OpCommand::List => {
             for p in presets::PRESETS {
@@ -49,9 +61,23 @@ pub fn run(c: OpCommand) -> Result<()> {
                 };
                 outln!("{:<22} {}{ws}", p.name, p.description);
             }
-            Ok(())
+            Ok(Outcome::Held)
         }
-        OpCommand::Run(a) => run_spec(a),
+        OpCommand::Run(a) => run_spec(a).map(|_| Outcome::Held),
+        OpCommand::Explain(a) => explain::explain(a),
+        OpCommand::Visibility(a) => explain::visibility(a),
+        OpCommand::Check(a) => explain::check(a),
+    }
+}
+
+fn parse_x2_scales(s: &str) -> Result<X2Scales> {
+    match s {
+        "identity" => Ok(X2Scales::Identity),
+        "k-constant" => Ok(X2Scales::KConstant),
+        "k-varying" => Ok(X2Scales::KVarying),
+        s => Err(CliError(format!(
+            "unknown --x2-scales '{s}'; expected identity, k-constant or k-varying"
+        ))),
     }
 }
 
@@ -81,16 +107,7 @@ fn load_inputs(path: &Path) -> Result<Inputs> {
 fn run_spec(a: RunArgs) -> Result<()> {
     let text = std::fs::read_to_string(&a.spec).map_err(|e| CliError(format!("{}: {e}", a.spec.display())))?;
     let spec = OpSpec::from_json(&text)?;
-    let x2 = match a.x2_scales.as_str() {
-        "identity" => X2Scales::Identity,
-        "k-constant" => X2Scales::KConstant,
-        "k-varying" => X2Scales::KVarying,
-        s => {
-            return Err(CliError(format!(
-                "unknown --x2-scales '{s}'; expected identity, k-constant or k-varying"
-            )))
-        }
-    };
+    let x2 = parse_x2_scales(&a.x2_scales)?;
     let inputs = match (&a.inputs, a.generate) {
         (Some(p), _) => load_inputs(p)?,
         (None, Some(seed)) => {

@@ -104,25 +104,48 @@ impl Ranks {
 
     /// All-reduce (sum) of f32 vectors of one length: NCCL's own order.
     pub fn all_reduce_sum(&self, parts: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
+        self.reduce_sum(parts, false)
+    }
+
+    /// Reduce-scatter (sum) of f32 vectors of one length L (a multiple of
+    /// the world size): rank r receives elements `r*L/WS..(r+1)*L/WS` of
+    /// the sum, in NCCL's own order.
+    pub fn reduce_scatter_sum(&self, parts: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
+        self.reduce_sum(parts, true)
+    }
+
+    fn reduce_sum(&self, parts: &[Vec<f32>], scatter: bool) -> Result<Vec<Vec<f32>>> {
         let w = self.world();
         if parts.len() != w || parts.iter().any(|p| p.len() != parts[0].len() || p.is_empty()) {
             return Err(DeviceError::Refused(
-                "all-reduce needs one non-empty vector per rank, all of one length".into(),
+                "a reduction needs one non-empty vector per rank, all of one length".into(),
             ));
         }
+        let len = parts[0].len();
+        if scatter && !len.is_multiple_of(w) {
+            return Err(DeviceError::Refused(format!(
+                "reduce-scatter of {len} elements over {w} ranks: not a multiple"
+            )));
+        }
+        let out_len = if scatter { len / w } else { len };
         let mut send = Vec::new();
         let mut recv = Vec::new();
         for (g, p) in self.gpus.iter().zip(parts) {
             send.push(g.stream.clone_htod(p).map_err(driver_err("upload part"))?);
             recv.push(
                 g.stream
-                    .alloc_zeros::<f32>(p.len())
+                    .alloc_zeros::<f32>(out_len)
                     .map_err(driver_err("alloc reduce"))?,
             );
         }
         nccl::group_start().map_err(nccl_err("group start"))?;
         for ((c, s), r) in self.comms.iter().zip(&send).zip(recv.iter_mut()) {
-            c.all_reduce(s, r, &ReduceOp::Sum).map_err(nccl_err("all_reduce"))?;
+            if scatter {
+                c.reduce_scatter(s, r, &ReduceOp::Sum)
+                    .map_err(nccl_err("reduce_scatter"))?;
+            } else {
+                c.all_reduce(s, r, &ReduceOp::Sum).map_err(nccl_err("all_reduce"))?;
+            }
         }
         nccl::group_end().map_err(nccl_err("group end"))?;
         self.sync_all()?;

@@ -16,6 +16,12 @@
 //!   under IEEE steps only (`RN(a + b) = RN(b + a)`; a fused sum truncates
 //!   and is left out).
 //!
+//! Both describe the f32 accumulation. Orders of the family with another
+//! output format (`out=bf16|f16`) agree with it only if the conversion
+//! leaves the result unchanged: all partial sums exact needs the exact sum
+//! representable in every output format of the family; at most two terms
+//! needs one output format.
+//!
 //! This is why a cell passes with identity scales and fails with K-varying
 //! ones: the same codes make products on a fine grid of small range when
 //! every scale is 1, and spread them over many binades when the scale
@@ -23,6 +29,7 @@
 //! whose every element is provably order-independent cannot show an order
 //! change.
 
+use crate::gemm::eval::convert_out;
 use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
 use crate::order::{Family, MxScale, Order};
 use rayon::prelude::*;
@@ -162,16 +169,24 @@ fn prove(p: &Problem, row: usize, col: usize, family: &[Order]) -> Option<Reason
     };
     let block_mma = family.iter().any(|o| o.mma().is_some() && o.scale == MxScale::Block);
     let blocks_ok = !block_mma || raw.chunks(MX_BLOCK).all(|b| fits(b).is_some());
+    // every order then computes the exact sum S as its f32 result; orders
+    // with another output format agree only if S converts exactly to it
+    let outputs_agree = |s: f32| family.iter().all(|o| convert_out(s, o.out).to_bits() == s.to_bits());
     if let (Some((g, bits)), true) = (fits(&scaled), blocks_ok) {
-        return Some(Reason::ExactSums {
-            grain: g,
-            bits,
-            capacity: cap,
-        });
+        // exact in f64 and in f32: at most `capacity` <= 24 bits of grain >= 2^-149
+        let sum = scaled.iter().sum::<f64>() as f32;
+        if outputs_agree(if sum == 0.0 { 0.0 } else { sum }) {
+            return Some(Reason::ExactSums {
+                grain: g,
+                bits,
+                capacity: cap,
+            });
+        }
     }
     let ieee = family.iter().all(|o| o.mma().is_none());
+    let one_output = family.iter().all(|o| o.out == family[0].out);
     let nonzero: Vec<f64> = scaled.iter().copied().filter(|&v| v != 0.0).collect();
-    if ieee && nonzero.len() <= 2 && nonzero.iter().all(|&v| (v as f32) as f64 == v) {
+    if ieee && one_output && nonzero.len() <= 2 && nonzero.iter().all(|&v| (v as f32) as f64 == v) {
         return Some(Reason::AtMostTwoTerms { nonzero: nonzero.len() });
     }
     None

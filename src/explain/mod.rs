@@ -7,6 +7,7 @@
 //! | `candidates.rs` | the bounded, enumerable order families searched (incl. dispatch entries) |
 //! | `identify.rs` | passive identification: which candidates reproduce observed rows (row-only, early pruning) |
 //! | `shape.rs` | the summation-tree shape of a compiled tree (what probes can see) |
+//! | `reduction.rs` | passive identification of a cross-rank reduction: which rank order (ring position, tree, fixed, any serial order) combined a chunk's partials |
 //! | `reveal.rs` | active recovery through a [`crate::subject::Subject`]: batched FPRev-style probes |
 //! | `divergence.rs` | first differing node of two trees, its location, ULP maps, the mechanism |
 //! | `exactness.rs` | per element: does every order in a family give the same bytes, and why |
@@ -21,6 +22,7 @@ pub mod divergence;
 pub mod exactness;
 pub mod fix;
 pub mod identify;
+pub mod reduction;
 pub mod reveal;
 pub mod shape;
 mod words;

@@ -273,7 +273,8 @@ pub struct Operands<'a> {
     pub s2: &'a [u8],
 }
 
-fn read<'a>(spec: &AgmmSpec, inputs: &'a Inputs) -> Result<Operands<'a>> {
+/// The operands of `spec` read from `inputs` (names and shapes checked).
+pub fn read<'a>(spec: &AgmmSpec, inputs: &'a Inputs) -> Result<Operands<'a>> {
     let sh = spec.input_shapes();
     let mut o = Operands {
         x1: &[],
@@ -338,6 +339,18 @@ pub struct Prepared {
     out_exp: Option<Vec<i32>>,
     /// `requant:bf16|f16`: x1 enters exactly dequantized to f32.
     plain_a: bool,
+}
+
+impl Prepared {
+    /// x2 as this path reads it when its scale point re-rounds x2 to MX
+    /// codes (`requant:e4m3|e5m2`): (codes, scales, format); None when the
+    /// path reads x2 as given or as plain values.
+    pub fn requantized_x2(&self) -> Option<(&[u8], &[u8], MxFormat)> {
+        match &self.b {
+            PreparedB::Mx { codes, scales, format } if self.out_exp.is_none() => Some((codes, scales, *format)),
+            _ => None,
+        }
+    }
 }
 
 enum PreparedB {

@@ -14,13 +14,17 @@
 pub mod agmm;
 pub mod check;
 pub mod coupling;
+pub mod divergence;
 pub mod generate;
+pub mod hypotheses;
 pub mod moe;
 pub mod norm;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;
+pub mod reduce_subject;
 pub mod subject;
+pub mod visibility;
 
 pub use check::Verdict;
 pub use generate::{generate, GenOpts, Pin, X2Scales};

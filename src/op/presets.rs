@@ -17,6 +17,12 @@ pub struct Preset {
 
 const MX_ORDER: &str = "mma(k=32,f=25,in=e4m3);scale=fused";
 
+/// `agmm-v2-kloop`'s GATHER schedule: the LOCAL step arithmetic and scale
+/// point, but the K loop cut into fresh k-tiles of 128 (the cube's base K),
+/// each tile's tensor-core chain started from +0 and the tile partials added
+/// in f32 (`RN`), where LOCAL carries one accumulator through the whole K.
+pub const KLOOP_GATHER_ORDER: &str = "mma(k=32,f=25,in=e4m3);ktile=128;tile=fresh;scale=fused";
+
 fn agmm(gather: Value) -> Value {
     json!({
         "op": "all-gather-matmul",
@@ -63,6 +69,12 @@ pub const PRESETS: &[Preset] = &[
         description: "AllGatherMatmul, MXFP8, anti-pattern model: GATHER rows re-round x2 to per-column scales; differs from LOCAL only with K-varying x2 scales",
         world: Some(("world_size", AGMM_WS)),
         template: || agmm(json!({"order": MX_ORDER, "scale_point": "requant:e4m3"})),
+    },
+    Preset {
+        name: "agmm-v2-kloop",
+        description: "AllGatherMatmul, MXFP8, seed-000's literal mechanism: the same scale point (fused) on both paths, different K-loop schedules (LOCAL one carried chain, GATHER fresh k-tiles of 128 added in f32)",
+        world: Some(("world_size", AGMM_WS)),
+        template: || agmm(json!({"order": KLOOP_GATHER_ORDER, "scale_point": "fused"})),
     },
     Preset {
         name: "agmm-v2-fixed",

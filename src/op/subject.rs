@@ -16,9 +16,11 @@
 //!   scales (scale knobs must then be unset).
 //! - `quant-*` (dynamic quantization inside the op, one device): A is x, B
 //!   is w (f32 values).
-//! - Not subjects: `mmrs-*` and `mmar-*` shard K, not M, and the reduced
-//!   row is not one rank's GEMM of an (A, B) job in this model's terms yet
-//!   (see docs/OPS.md); `moe-*` needs router logits and one weight matrix
+//! - `mmrs-*`, `mmar-*` (MatmulReduceScatter/AllReduce): A is x1, B is x2,
+//!   K sharded over the ranks and the partials reduced in the preset's rank
+//!   order; overrides `;reduction=...;sum=...` (`src/op/reduce_subject.rs`
+//!   says which rank holds which row).
+//! - Not subjects: `moe-*` needs router logits and one weight matrix
 //!   per expert, not one B; `rmsnorm*` has no B (not a GEMM). Naming one
 //!   gives one line saying so.
 //!
@@ -34,6 +36,7 @@
 
 use super::agmm::{self, AgmmSpec, Operands, Prepared};
 use super::coupling::{quantize_activation, QuantSpec};
+use super::reduce_subject::ReduceSubject;
 use super::{matmul_values, parse_order, presets, OpSpec};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
@@ -54,9 +57,7 @@ pub fn subject_presets() -> Vec<&'static str> {
 
 /// Why a preset is not a subject (None: it is one).
 pub fn not_a_subject(name: &str) -> Option<&'static str> {
-    if name.starts_with("mmrs-") || name.starts_with("mmar-") {
-        Some("it shards K over ranks and reduces partial products; a row is not one rank's GEMM of the job's (A, B)")
-    } else if name.starts_with("moe-") {
+    if name.starts_with("moe-") {
         Some("it needs router logits and one weight matrix per expert, not one shared B")
     } else if name.starts_with("rmsnorm") {
         Some("it has no shared B (RMSNorm is not a GEMM)")
@@ -68,6 +69,7 @@ pub fn not_a_subject(name: &str) -> Option<&'static str> {
 enum Kind {
     Agmm(Box<AgmmSpec>),
     Quant(Box<QuantSpec>),
+    Reduce(Box<ReduceSubject>),
 }
 
 /// x2 as the paths read it, for one B.
@@ -148,11 +150,29 @@ impl OpSubject {
     /// The subject for preset `name` under `knobs`; Err: one line (unknown
     /// preset, a preset that is not a subject, a knob it cannot honour).
     pub fn new(name: &str, knobs: &Knobs) -> Result<OpSubject, String> {
-        let p = presets::find(name).map_err(|e| e.to_string())?;
+        let mut parts = name.split(';');
+        let base = parts.next().unwrap_or_default().trim();
+        let overrides: Vec<&str> = parts.collect();
+        let p = presets::find(base).map_err(|e| e.to_string())?;
         if let Some(why) = not_a_subject(p.name) {
             return Err(format!(
                 "op:{name} is not a subject: {why}; subjects: {}",
                 subject_presets().join(", ")
+            ));
+        }
+        if p.name.starts_with("mmrs-") || p.name.starts_with("mmar-") {
+            return Ok(OpSubject {
+                preset: p.name,
+                world_size: 0,
+                x1: ScaleKind::Identity,
+                x2: ScaleKind::Identity,
+                kind: Kind::Reduce(Box::new(ReduceSubject::new(p, &overrides, knobs)?)),
+                codes: Vec::new(),
+            });
+        }
+        if !overrides.is_empty() {
+            return Err(format!(
+                "op:{name}: only the reduce presets (mmrs-*, mmar-*) take ;KEY=VALUE overrides"
             ));
         }
         let spec = OpSpec::from_value(serde_json::json!({ "preset": p.name })).map_err(|e| e.to_string())?;
@@ -491,15 +511,27 @@ fn mix(h: u64) -> u64 {
 
 impl Subject for OpSubject {
     fn name(&self) -> String {
-        format!("op:{}", self.preset)
+        match &self.kind {
+            Kind::Reduce(r) => r.name(),
+            _ => format!("op:{}", self.preset),
+        }
     }
 
+    /// Rank 0's copy; for reduce-scatter each row as the rank holding it
+    /// has it (`src/op/reduce_subject.rs`).
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        if let Kind::Reduce(r) = &self.kind {
+            let all: Vec<usize> = (0..problem.m).collect();
+            return r.run_rows(problem, None, rows.unwrap_or(&all));
+        }
         self.run_on_rank(problem, 0, rows)
     }
 
     fn world_size(&self) -> usize {
-        self.world_size
+        match &self.kind {
+            Kind::Reduce(r) => r.world_size(),
+            _ => self.world_size,
+        }
     }
 
     fn run_on_rank(&self, problem: &Problem, rank: usize, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
@@ -509,6 +541,7 @@ impl Subject for OpSubject {
             Kind::Agmm(s) => self.run_agmm(s, problem, rank, rows),
             Kind::Quant(s) if rank == 0 => self.run_quant(s, problem, rows),
             Kind::Quant(_) => Err(self.unsupported(format!("rank {rank} of a one-device op"))),
+            Kind::Reduce(r) => r.run_rows(problem, Some(rank), rows),
         }
     }
 
@@ -529,6 +562,7 @@ impl Subject for OpSubject {
                 _ => InType::E4M3,
             }),
             Kind::Quant(_) => Some(InType::F32),
+            Kind::Reduce(r) => Some(r.input()),
         }
     }
 }

@@ -62,7 +62,7 @@ pub enum SubjectError {
 }
 
 /// How a matrix's E8M0 scales vary (MX subjects).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ScaleKind {
     /// Every scale 2^0: "ID".
     #[serde(rename = "ID")]
@@ -103,7 +103,9 @@ impl FromStr for ScaleKind {
 /// Per-cell settings of a matrix that only some subjects accept; `None`
 /// leaves the subject's own default. A subject factory that cannot honour a
 /// set knob returns an error (one line).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Knobs {
     /// Ranks the subject shards A over.
     #[serde(default, skip_serializing_if = "Option::is_none")]

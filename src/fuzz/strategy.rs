@@ -1,0 +1,174 @@
+//! The strategy: what a case is drawn from. Every dimension is a proptest
+//! `select` over a sorted candidate list, so proptest's shrinking moves it
+//! toward the list's first (smallest, simplest) entry; the lists are biased
+//! toward the edges where a subject's behaviour changes.
+
+use super::{FuzzConfig, FuzzError};
+use crate::bi::{edge_ms, ContentClass, Family, Limits, RowPos};
+use crate::subject::{Knobs, Subject};
+use proptest::sample::select;
+use proptest::strategy::Strategy;
+
+/// The usual K edges: powers of two and their neighbours.
+const K_EDGES: [usize; 34] = [
+    1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023,
+    1024, 1025, 2047, 2048, 2049, 4095, 4096,
+];
+
+/// The N values drawn.
+const N_EDGES: [usize; 10] = [1, 2, 3, 4, 8, 16, 17, 32, 33, 64];
+
+/// One drawn setting: (family, baseline M, M, K, N, row, content class,
+/// knobs), in the order proptest shrinks them.
+pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass, Knobs);
+
+/// The candidate lists of one run.
+#[derive(Clone, Debug)]
+pub(super) struct Space {
+    pub families: Vec<Family>,
+    pub ms: Vec<usize>,
+    pub ks: Vec<usize>,
+    pub ns: Vec<usize>,
+    pub rows: Vec<RowPos>,
+    pub classes: Vec<ContentClass>,
+    pub knobs: Vec<Knobs>,
+    /// M must be a multiple of this (the subject's world size).
+    pub m_step: usize,
+    /// K must be a multiple of this.
+    pub k_step: usize,
+}
+
+impl Space {
+    /// The lists for `cfg` on `subject` (its M boundaries and world size).
+    pub fn new(cfg: &FuzzConfig, subject: &dyn Subject) -> Result<Space, FuzzError> {
+        let bad = |s: String| Err(FuzzError::BadInput(s));
+        if cfg.max_m == 0 || cfg.max_m > Limits::MAX_M {
+            return bad(format!("--max-m {} is out of range (1..={})", cfg.max_m, Limits::MAX_M));
+        }
+        if cfg.max_k == 0 || cfg.max_k > Limits::MAX_K {
+            return bad(format!("--max-k {} is out of range (1..={})", cfg.max_k, Limits::MAX_K));
+        }
+        if cfg.max_n == 0 || cfg.max_n > Limits::MAX_N {
+            return bad(format!("--max-n {} is out of range (1..={})", cfg.max_n, Limits::MAX_N));
+        }
+        for (what, x, y) in [
+            ("M*K", cfg.max_m, cfg.max_k),
+            ("K*N", cfg.max_k, cfg.max_n),
+            ("M*N", cfg.max_m, cfg.max_n),
+        ] {
+            if x.checked_mul(y).is_none_or(|p| p > Limits::MAX_ELEMENTS) {
+                return bad(format!(
+                    "largest {what} = {x}*{y} exceeds {} elements",
+                    Limits::MAX_ELEMENTS
+                ));
+            }
+        }
+        if cfg.k_multiple == 0 || cfg.k_multiple > cfg.max_k {
+            return bad(format!(
+                "K multiple {} is out of range (1..={})",
+                cfg.k_multiple, cfg.max_k
+            ));
+        }
+        let ws = subject.world_size().max(1);
+        let families = families(cfg, ws)?;
+        let mut ms: Vec<usize> = edge_ms(&subject.m_boundaries());
+        ms.push(cfg.max_m);
+        ms.retain(|&m| m <= cfg.max_m && m.is_multiple_of(ws));
+        ms.sort_unstable();
+        ms.dedup();
+        if ms.is_empty() {
+            return bad(format!(
+                "no batch size up to {} is a multiple of the world size {ws}",
+                cfg.max_m
+            ));
+        }
+        let step = cfg.k_multiple;
+        let mut ks: Vec<usize> = K_EDGES.to_vec();
+        for &b in &cfg.k_boundaries {
+            ks.extend([b.saturating_sub(1), b, b + 1]);
+        }
+        let mut ks: Vec<usize> = ks
+            .into_iter()
+            .filter(|&k| k >= 1)
+            .map(|k| k.div_ceil(step) * step)
+            .filter(|&k| k <= cfg.max_k)
+            .collect();
+        ks.push(cfg.max_k / step * step);
+        ks.sort_unstable();
+        ks.dedup();
+        let mut ns: Vec<usize> = N_EDGES.iter().copied().filter(|&n| n <= cfg.max_n).collect();
+        ns.push(cfg.max_n);
+        ns.sort_unstable();
+        ns.dedup();
+        let mut classes = if cfg.classes.is_empty() {
+            ContentClass::ALL.to_vec()
+        } else {
+            cfg.classes.clone()
+        };
+        classes.sort_unstable();
+        classes.dedup();
+        let knobs = if cfg.knobs.is_empty() {
+            vec![Knobs::default()]
+        } else {
+            cfg.knobs.clone()
+        };
+        Ok(Space {
+            families,
+            ms,
+            ks,
+            ns,
+            rows: vec![RowPos::Index(0), RowPos::Index(1), RowPos::Mid, RowPos::Last],
+            classes,
+            knobs,
+            m_step: ws,
+            k_step: step,
+        })
+    }
+
+    /// The proptest strategy over these lists.
+    pub fn strategy(&self) -> impl Strategy<Value = Draw> {
+        (
+            select(self.families.clone()),
+            select(self.ms.clone()),
+            select(self.ms.clone()),
+            select(self.ks.clone()),
+            select(self.ns.clone()),
+            select(self.rows.clone()),
+            select(self.classes.clone()),
+            select(self.knobs.clone()),
+        )
+    }
+}
+
+/// The families of a run, simplest first (`Family`'s order).
+fn families(cfg: &FuzzConfig, ws: usize) -> Result<Vec<Family>, FuzzError> {
+    let mut v: Vec<Family> = if cfg.families.is_empty() {
+        let mut d = vec![Family::Content, Family::Batch, Family::Position, Family::Permutation];
+        if ws >= 2 {
+            d.push(Family::Rank);
+        }
+        d
+    } else {
+        cfg.families
+            .iter()
+            .map(|s| {
+                s.trim()
+                    .parse::<Family>()
+                    .map_err(|e| FuzzError::BadInput(format!("--families: {e}")))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    v.sort_unstable();
+    v.dedup();
+    if v.contains(&Family::Switch) {
+        return Err(FuzzError::BadInput(
+            "--families: switch needs a second subject; mxbi fuzz checks one subject".into(),
+        ));
+    }
+    if v.contains(&Family::Rank) && ws < 2 {
+        return Err(FuzzError::BadInput(format!(
+            "--families: rank needs a subject with world size 2 or more; this one has {ws}"
+        )));
+    }
+    Ok(v)
+}
