@@ -8,34 +8,9 @@
 
 mod common;
 
+use common::bad_input::{f32_npy, f32s, npy, outputs};
 use common::TempDir;
-use std::path::Path;
 use std::process::Command;
-
-/// A `.npy` file: version 1.0 header `dict` (padded to 64 bytes) + `data`.
-fn npy(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = dict.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend((h.len() as u16).to_le_bytes());
-    v.extend(h.as_bytes());
-    v.extend(data);
-    v
-}
-
-fn f32s(n: usize) -> Vec<u8> {
-    (0..n).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect()
-}
-
-fn f32_npy(shape: &str, n: usize) -> Vec<u8> {
-    npy(
-        &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"),
-        &f32s(n),
-    )
-}
 
 const CASE_HEAD: &str = r#""schema": "mxbi-bi-case/1", "subject": "model:fma""#;
 
@@ -477,22 +452,6 @@ fn battery() -> Vec<Bad> {
     ];
     v.sort_by_key(|b| b.name);
     v
-}
-
-/// Every path under `dir` whose name starts with `out` (recursively).
-fn outputs(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with("out") || name.starts_with(".out") {
-            found.push(name.clone());
-        }
-        if e.file_type().unwrap().is_dir() {
-            found.extend(outputs(&e.path()).into_iter().map(|n| format!("{name}/{n}")));
-        }
-    }
-    found
 }
 
 #[test]

@@ -84,7 +84,7 @@ pub struct Case {
     /// The output width.
     pub n: usize,
     /// Target-row positions for content, batch, position, anchor and rank:
-    /// indices, "mid" or "last" (default: standard.bi.row_positions, else
+    /// indices, "mid", "last" or "all" (position only) (default: standard.bi.row_positions, else
     /// 0, mid, last; the position family: 0, 1, 2, 3, 7, 15, 31, mid, last).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub positions: Option<Vec<Pos>>,
@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for Pos {
         impl Visitor<'_> for V {
             type Value = Pos;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a row index, \"mid\" or \"last\"")
+                f.write_str("a row index, \"mid\", \"last\" or \"all\"")
             }
             fn visit_u64<E: de::Error>(self, i: u64) -> Result<Pos, E> {
                 usize::try_from(i)
@@ -233,6 +233,7 @@ impl<'de> Deserialize<'de> for Pos {
                 match s {
                     "mid" => Ok(Pos(RowPos::Mid)),
                     "last" => Ok(Pos(RowPos::Last)),
+                    "all" => Ok(Pos(RowPos::All)),
                     _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
                 }
             }
@@ -247,8 +248,8 @@ impl JsonSchema for Pos {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "A target-row position: an index, \"mid\" (M/2) or \"last\" (M-1).",
-            "oneOf": [{"type": "integer", "minimum": 0}, {"enum": ["mid", "last"]}]
+            "description": "A target-row position: an index, \"mid\" (M/2), \"last\" (M-1) or \"all\" (every row; the position family only).",
+            "oneOf": [{"type": "integer", "minimum": 0}, {"enum": ["mid", "last", "all"]}]
         })
     }
 }

@@ -75,6 +75,9 @@ pub enum RowPos {
     Mid,
     /// `M - 1`.
     Last,
+    /// Every row (the `position` family only): the target at every row of
+    /// one batch, each row compared with the row before it.
+    All,
 }
 
 impl RowPos {
@@ -98,6 +101,8 @@ impl RowPos {
             RowPos::Index(i) => (i < m).then_some(i),
             RowPos::Mid => (m > 0).then_some(m / 2),
             RowPos::Last => m.checked_sub(1),
+            // not one row: the position family plans it itself
+            RowPos::All => None,
         }
     }
 }
@@ -108,6 +113,7 @@ impl fmt::Display for RowPos {
             RowPos::Index(i) => write!(f, "{i}"),
             RowPos::Mid => f.write_str("mid"),
             RowPos::Last => f.write_str("last"),
+            RowPos::All => f.write_str("all"),
         }
     }
 }
@@ -118,10 +124,11 @@ impl FromStr for RowPos {
         match s {
             "mid" => Ok(RowPos::Mid),
             "last" => Ok(RowPos::Last),
+            "all" => Ok(RowPos::All),
             _ => s
                 .parse::<usize>()
                 .map(RowPos::Index)
-                .map_err(|_| format!("bad row position '{s}': expected an index, 'mid' or 'last'")),
+                .map_err(|_| format!("bad row position '{s}': expected an index, 'mid', 'last' or 'all'")),
         }
     }
 }
@@ -172,5 +179,8 @@ mod tests {
         assert_eq!(RowPos::Last.resolve(9), Some(8));
         assert_eq!(RowPos::Index(9).resolve(9), None);
         assert_eq!(RowPos::Last.resolve(0), None);
+        assert_eq!(RowPos::All.resolve(9), None);
+        assert_eq!("all".parse::<RowPos>(), Ok(RowPos::All));
+        assert_eq!(RowPos::All.to_string(), "all");
     }
 }

@@ -91,6 +91,14 @@ impl CheckOptions {
         if self.families.contains(&Family::Switch) && !has_vs {
             return Err("the switch family needs a second subject (--vs)".into());
         }
+        if self.positions.contains(&RowPos::All) {
+            if let Some(f) = self.families.iter().find(|f| **f != Family::Position) {
+                return Err(format!(
+                    "row position 'all' applies to the position family only, not to {}",
+                    f.name()
+                ));
+            }
+        }
         let cells = self.families.len() * self.ms.len() * self.positions.len().max(RowPos::POSITIONS.len());
         if cells > Limits::MAX_CELLS {
             return Err(format!("{cells} cells exceed {}", Limits::MAX_CELLS));
@@ -422,6 +430,15 @@ pub(super) fn plans(opts: &CheckOptions, family: Family, ws: usize) -> Vec<Plan>
                 }
             }
             Family::Position => {
+                if positions.contains(&RowPos::All) && m >= 2 {
+                    // the target at every row of one batch; row i vs row
+                    // i - 1 for every i >= 1: all rows must agree
+                    let batch = Batch { ids: vec![0; m] };
+                    out.push(
+                        Plan::simple(family, m, "all".into(), batch.clone(), (0..m - 1).collect())
+                            .with_variant(batch, (1..m).collect()),
+                    );
+                }
                 for (p, i) in resolved(&positions, m) {
                     if i == 0 {
                         continue;

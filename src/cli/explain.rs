@@ -533,11 +533,54 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
         p.resolve(mm)
             .ok_or_else(|| bad("the row position does not exist at this M"))
     };
+    // rank cells: `.../rank=R/held|owned` (rank 0 is the baseline's)
+    let rank_of = || -> Result<(usize, bool)> {
+        let r: usize = field(5, "rank=")?.parse().map_err(|_| bad("rank is not a number"))?;
+        let ws = subject.subject.world_size();
+        if r == 0 || r >= ws {
+            return Err(bad(&format!("rank {r}: the subject's world size is {ws}")));
+        }
+        match parts.get(6) {
+            Some(&"held") => Ok((r, false)),
+            Some(&"owned") => Ok((r, true)),
+            _ => Err(bad("expected .../rank=R/held or .../rank=R/owned")),
+        }
+    };
     // (baseline ids, its target index, variant ids, its target index, other subject)
+    let (b_rank, mut v_rank) = (0, 0);
     let (b_ids, bi, v_ids, vi, varies) = match family {
         Family::Content => {
             let i = pos(m)?;
             (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
+        }
+        Family::Anchor => {
+            // the row at 0 of the first batch vs at ROW of a batch of M
+            let i = pos(m)?;
+            (
+                with_target(m0, 0, 0),
+                0,
+                with_target(m, i, 0),
+                i,
+                Varies::BatchSize { left: m0, right: m },
+            )
+        }
+        Family::Rank => {
+            let i = pos(m)?;
+            let (r, owned) = rank_of()?;
+            v_rank = r;
+            if owned {
+                // the same content at the same shard offset, owned by rank r
+                // vs by rank 0 (each computing its own shard)
+                let ws = subject.subject.world_size();
+                if !m.is_multiple_of(ws) {
+                    return Err(bad(&format!("owned cells need M divisible by the world size {ws}")));
+                }
+                let off = i % (m / ws);
+                let at = r * (m / ws) + off;
+                (with_target(m, off, 0), off, with_target(m, at, 0), at, Varies::Unknown)
+            } else {
+                (with_target(m, i, 0), i, with_target(m, i, 0), i, Varies::Unknown)
+            }
         }
         Family::Batch => {
             let i = pos(m.min(m0))?;
@@ -554,9 +597,13 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
             (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
         }
         Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
-        _ => return Err(bad("explain --cell runs content, batch, position and switch cells")),
+        _ => {
+            return Err(bad(
+                "explain --cell runs content, batch, position, anchor, rank and switch cells",
+            ))
+        }
     };
-    let run = |s: &dyn Subject, ids: &[u64], at: usize| -> Result<Vec<f32>> {
+    let run = |s: &dyn Subject, ids: &[u64], at: usize, rank: usize| -> Result<Vec<f32>> {
         let a = rows.batch(ids);
         let p = Problem {
             a: Matrix::F32(&a),
@@ -566,15 +613,15 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
             k,
             b_layout: BLayout::Kn,
         };
-        Ok(s.run(&p, Some(&[at]))?)
+        Ok(s.run_on_rank(&p, rank, Some(&[at]))?)
     };
-    let left = run(subject.subject.as_ref(), &b_ids, bi)?;
+    let left = run(subject.subject.as_ref(), &b_ids, bi, b_rank)?;
     let other: &dyn Subject = match (family, &vs) {
         (Family::Switch, Some(v)) => v.subject.as_ref(),
         (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
         _ => subject.subject.as_ref(),
     };
-    let right = run(other, &v_ids, vi)?;
+    let right = run(other, &v_ids, vi, v_rank)?;
     let target = rows.row(0);
     let p = Problem {
         a: Matrix::F32(&target),

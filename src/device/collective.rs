@@ -418,7 +418,16 @@ extern "C" __global__ void requant_e4m3(const u8* codes, const u8* scales, u8* o
     }
 
     fn requant(gpu: &Gpu, cache_src: &str, n: usize, k: usize, c: &[u8], s: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
-        let module = gpu.compile("requant_e4m3", cache_src, Arch::Sm90)?;
+        // compiled once per process (NVRTC with cuda_fp8.h is slow), loaded per call
+        static PTX: std::sync::Mutex<Option<cudarc::nvrtc::Ptx>> = std::sync::Mutex::new(None);
+        let ptx = {
+            let mut p = PTX.lock().expect("ptx lock");
+            if p.is_none() {
+                *p = Some(crate::device::gpu::compile_ptx("requant_e4m3", cache_src, Arch::Sm90)?);
+            }
+            p.clone().expect("compiled above")
+        };
+        let module = gpu.ctx.load_module(ptx).map_err(driver_err("load requant"))?;
         let f = gpu.function(&module, "requant_e4m3")?;
         let st = &gpu.stream;
         let dc = st.clone_htod(c).map_err(driver_err("upload x2"))?;
@@ -623,7 +632,7 @@ mod one_gpu {
 }
 
 #[cfg(feature = "nccl")]
-mod two_gpu {
+pub(crate) mod two_gpu {
     use super::agmm_gpu::{bytes, prepare, rank_output};
     use super::*;
     use crate::device::codegen::{Backend16, GpuPlan};
@@ -642,7 +651,7 @@ mod two_gpu {
         Ok(ws)
     }
 
-    fn agmm(
+    pub(crate) fn agmm(
         ranks: &Ranks,
         caches: &mut [KernelCache],
         spec: &AgmmSpec,

@@ -18,6 +18,7 @@ pub mod conform;
 pub mod exec;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+pub mod nccl_subject;
 pub mod probe;
 pub mod replay;
 pub mod subject;

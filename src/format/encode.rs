@@ -217,22 +217,41 @@ impl CastTable {
     }
 
     /// The table for `(format, p)`, built once per process and shared
-    /// (building costs 2^17 exact encodes).
+    /// (building costs 2^17 exact encodes). Policies that differ only in
+    /// what the table cannot depend on (the stochastic seed and bits, the
+    /// f64 path) share one table; at most [`CastTable::CACHE_MAX`] tables
+    /// (256 KiB each) are kept, so a long-lived process that casts under
+    /// ever new policies does not grow without bound (found by the
+    /// cast_paths fuzz target).
     pub fn cached(format: Format, p: &CastPolicy) -> Option<Arc<CastTable>> {
         type Cache = Mutex<HashMap<(Format, CastPolicy), Arc<CastTable>>>;
         static CACHE: OnceLock<Cache> = OnceLock::new();
-        let key = (format, *p);
+        let key = Self::cache_key(format, p);
+        let norm = key.1;
         let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
         if let Some(t) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Some(Arc::clone(t));
         }
-        let t = Arc::new(CastTable::build(format, p)?);
-        cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, Arc::clone(&t));
+        let t = Arc::new(CastTable::build(format, &norm)?);
+        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() >= CastTable::CACHE_MAX {
+            c.clear();
+        }
+        c.insert(key, Arc::clone(&t));
         Some(t)
     }
+
+    /// The cache key of `(format, p)`: the policy without the fields a
+    /// table cannot depend on.
+    fn cache_key(format: Format, p: &CastPolicy) -> (Format, CastPolicy) {
+        let mut norm = *p;
+        norm.stochastic = Default::default();
+        norm.f64_via_f32 = false;
+        (format, norm)
+    }
+
+    /// Most tables [`CastTable::cached`] keeps.
+    pub const CACHE_MAX: usize = 256;
 
     /// Code of one f32 and an error flag (0 or 1).
     #[inline(always)]
@@ -370,6 +389,28 @@ pub fn cast_f64_slice(
 mod tests {
     use super::*;
     use crate::format::CastPreset;
+
+    /// Policies that differ only in the stochastic seed share one table
+    /// (the cast_paths fuzz target grew the cache by one table per seed
+    /// until it ran out of memory).
+    #[test]
+    fn cached_tables_ignore_what_they_cannot_depend_on() {
+        let p = CastPreset::MlDtypes.policy(Format::E4M3);
+        let mut q = p;
+        q.f64_via_f32 = !p.f64_via_f32;
+        for seed in 0..(2 * CastTable::CACHE_MAX as u64) {
+            q.stochastic.seed = seed;
+            q.stochastic.bits = 1 + seed as u32 % 32;
+            assert_eq!(
+                CastTable::cache_key(Format::E4M3, &q),
+                CastTable::cache_key(Format::E4M3, &p)
+            );
+        }
+        // and the table built for the key is the table of the policy
+        let t = CastTable::cached(Format::E4M3, &q).unwrap();
+        let u = CastTable::build(Format::E4M3, &p).unwrap();
+        assert!(t.entries[..] == u.entries[..]);
+    }
 
     fn enc(preset: CastPreset, f: Format, bits: u32) -> Option<u16> {
         encode_f32(f32::from_bits(bits), f, &preset.policy(f), 0).ok()

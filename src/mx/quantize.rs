@@ -384,6 +384,13 @@ impl ElementCoder {
 
     /// Quantize one contiguous block; returns its scale byte.
     fn block(&self, x: &[f32], out: &mut [u8], index: u64) -> Result<u8, MxError> {
+        self.block_strided(x, out, index, 1)
+    }
+
+    /// [`ElementCoder::block`] for a block gathered from a strided axis:
+    /// element `k` sits at C-order index `index + k * stride`, the index its
+    /// stochastic draw and any error use.
+    fn block_strided(&self, x: &[f32], out: &mut [u8], index: u64, stride: u64) -> Result<u8, MxError> {
         let p = &self.policy;
         let flush = p.flush_subnormals;
         let amax = if flush {
@@ -446,7 +453,7 @@ impl ElementCoder {
                     negative: v.is_sign_negative(),
                 };
             }
-            *o = encode_input(input.scaled(-e), el, &p.element, index + k as u64)? as u8;
+            *o = encode_input(input.scaled(-e), el, &p.element, index + k as u64 * stride)? as u8;
         }
         Ok((e + 127) as u8)
     }
@@ -478,7 +485,8 @@ fn unit_span(l: &AxisLayout, u: usize) -> (usize, usize) {
 }
 
 /// Quantize `input` (C order, shape given by `layout`). Deterministic for any
-/// thread count.
+/// thread count. Element `i` of `input` (its C-order index, whatever the
+/// axis) is cast with index `i`: its stochastic draw and any error use it.
 pub fn quantize(input: &[f32], layout: &AxisLayout, format: MxFormat, p: &MxPolicy) -> Result<Quantized, MxError> {
     if input.len() != layout.elements() {
         return Err(MxError::Shape(format!(
@@ -526,6 +534,10 @@ pub fn quantize_into(
         }
     }
     let coder = ElementCoder::new(format, p)?;
+    if input.is_empty() {
+        // No blocks (an empty axis, outer or inner extent), as in quantize.
+        return Ok(());
+    }
     quantize_with(&coder, input, layout, codes, scales)
 }
 
@@ -589,7 +601,12 @@ fn quantize_with(
                         for j in 0..bl {
                             buf[j] = xs[j * layout.inner + i];
                         }
-                        ss[i] = coder.block(&buf[..bl], &mut cbuf[..bl], (start + i) as u64)?;
+                        ss[i] = coder.block_strided(
+                            &buf[..bl],
+                            &mut cbuf[..bl],
+                            (start + i) as u64,
+                            layout.inner as u64,
+                        )?;
                         for j in 0..bl {
                             cs[j * layout.inner + i] = cbuf[j];
                         }
@@ -822,6 +839,26 @@ mod tests {
         assert_ne!(quantize(&x, &l, MxFormat::Fp8E4M3, &p).unwrap().codes, a.codes);
     }
 
+    /// Along an inner axis, each element's stochastic draw uses its own
+    /// C-order index (found by the mx_quantize fuzz target: the strided
+    /// path used `start + column + row`, so draws repeated across columns).
+    #[test]
+    fn stochastic_draws_use_the_c_order_index_on_any_axis() {
+        let (rows, cols) = (32usize, 3usize);
+        let x: Vec<f32> = (0..rows * cols).map(|i| 0.3 + (i % 11) as f32 * 0.173).collect();
+        let f = MxFormat::Fp8E4M3;
+        let mut p = MxPreset::Ocp.policy(f);
+        p.element.rounding = crate::format::Rounding::Stochastic;
+        p.element.stochastic.bits = 1;
+        let l = AxisLayout::new(&[rows, cols], 0, 32, false).unwrap();
+        let q = quantize(&x, &l, f, &p).unwrap();
+        for (i, v) in x.iter().enumerate() {
+            let e = q.scales[i % cols] as i32 - 127;
+            let want = encode_input(Input::from_f32(*v).scaled(-e), f.element(), &p.element, i as u64).unwrap();
+            assert_eq!(q.codes[i] as u16, want, "element {i}");
+        }
+    }
+
     #[test]
     fn padded_last_block_equals_zero_padding() {
         let x: Vec<f32> = (0..40).map(|i| (i as f32 - 20.0) * 0.731).collect();
@@ -934,6 +971,19 @@ mod tests {
             quantize_into(&x, &l, f, &p, &mut codes[1..], &mut scales),
             Err(MxError::Shape(_))
         ));
+    }
+
+    /// An empty inner extent: no blocks, no division by it (found by the
+    /// mx_quantize fuzz target: quantize_into divided by the inner extent).
+    #[test]
+    fn empty_arrays_quantize_to_nothing_on_any_axis() {
+        let (f, p) = (MxFormat::Fp8E4M3, MxPreset::Ocp.policy(MxFormat::Fp8E4M3));
+        for (shape, axis) in [(vec![2, 32, 0], 1), (vec![0, 32], 1), (vec![3, 0], 0), (vec![0], 0)] {
+            let l = AxisLayout::new(&shape, axis, 32, true).unwrap();
+            let q = quantize(&[], &l, f, &p).unwrap();
+            assert!(q.codes.is_empty() && q.scales.is_empty(), "{shape:?}");
+            quantize_into(&[], &l, f, &p, &mut [], &mut []).unwrap();
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod generate;
 pub mod hypotheses;
 pub mod moe;
 pub mod norm;
+pub mod path_sets;
 pub mod presets;
 pub mod provenance;
 pub mod reduce;

@@ -36,6 +36,7 @@
 
 use super::agmm::{self, AgmmSpec, Operands, Prepared};
 use super::coupling::{quantize_activation, QuantSpec};
+use super::path_sets::PathSet;
 use super::reduce_subject::ReduceSubject;
 use super::{matmul_values, parse_order, presets, OpSpec};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
@@ -92,9 +93,25 @@ type RowKey = (bool, Vec<u8>, Vec<u8>);
 /// Most rows remembered per B.
 const MEMO_ROWS: usize = 4096;
 
+/// An all-gather-matmul job in the op's own bytes ([`OpSubject::agmm_job`]).
+pub struct AgmmJob {
+    /// The spec, sharding the job's M rows over the world size.
+    pub spec: AgmmSpec,
+    /// x1 codes `[M, K]` and E8M0 scales `[M, K/32]`.
+    pub c1: Vec<u8>,
+    pub s1: Vec<u8>,
+    /// x2 codes and scales in the spec's `x2_layout`.
+    pub c2: Vec<u8>,
+    pub s2: Vec<u8>,
+}
+
 /// An op preset as a subject (see the module doc).
 pub struct OpSubject {
     preset: &'static str,
+    /// The path set in place of the preset's own paths (`,paths=SET`).
+    paths: Option<&'static PathSet>,
+    /// The name reports use, when the spec had options (`op:P,x2=VAR`).
+    label: Option<String>,
     kind: Kind,
     world_size: usize,
     x1: ScaleKind,
@@ -113,14 +130,15 @@ type Shared = Arc<Mutex<Vec<Arc<PreparedB>>>>;
 /// Most distinct x2s kept per (preset, kind).
 const SHARED_BS: usize = 2;
 
-fn shared_cache(preset: &'static str, kind: ScaleKind) -> Shared {
-    static CACHES: Mutex<Vec<((&'static str, ScaleKind), Shared)>> = Mutex::new(Vec::new());
+fn shared_cache(preset: &'static str, paths: Option<&'static str>, kind: ScaleKind) -> Shared {
+    type Key = (&'static str, Option<&'static str>, ScaleKind);
+    static CACHES: Mutex<Vec<(Key, Shared)>> = Mutex::new(Vec::new());
     let mut all = CACHES.lock().expect("cache lock");
-    if let Some((_, c)) = all.iter().find(|(k, _)| *k == (preset, kind)) {
+    if let Some((_, c)) = all.iter().find(|(k, _)| *k == (preset, paths, kind)) {
         return c.clone();
     }
     let c: Shared = Arc::new(Mutex::new(Vec::new()));
-    all.push(((preset, kind), c.clone()));
+    all.push(((preset, paths, kind), c.clone()));
     c
 }
 
@@ -150,6 +168,12 @@ impl OpSubject {
     /// The subject for preset `name` under `knobs`; Err: one line (unknown
     /// preset, a preset that is not a subject, a knob it cannot honour).
     pub fn new(name: &str, knobs: &Knobs) -> Result<OpSubject, String> {
+        Self::with_paths(name, None, knobs)
+    }
+
+    /// [`OpSubject::new`] with an all-gather-matmul preset's paths replaced
+    /// by a [`PathSet`] (`op:PRESET,paths=SET`); other presets refuse one.
+    pub fn with_paths(name: &str, paths: Option<&'static PathSet>, knobs: &Knobs) -> Result<OpSubject, String> {
         let mut parts = name.split(';');
         let base = parts.next().unwrap_or_default().trim();
         let overrides: Vec<&str> = parts.collect();
@@ -161,8 +185,16 @@ impl OpSubject {
             ));
         }
         if p.name.starts_with("mmrs-") || p.name.starts_with("mmar-") {
+            if let Some(set) = paths {
+                return Err(format!(
+                    "op:{name}: paths={} applies to all-gather-matmul presets only",
+                    set.name
+                ));
+            }
             return Ok(OpSubject {
                 preset: p.name,
+                paths: None,
+                label: None,
                 world_size: 0,
                 x1: ScaleKind::Identity,
                 x2: ScaleKind::Identity,
@@ -175,7 +207,21 @@ impl OpSubject {
                 "op:{name}: only the reduce presets (mmrs-*, mmar-*) take ;KEY=VALUE overrides"
             ));
         }
-        let spec = OpSpec::from_value(serde_json::json!({ "preset": p.name })).map_err(|e| e.to_string())?;
+        let mut value = serde_json::json!({ "preset": p.name });
+        if let Some(set) = paths {
+            if !p.name.starts_with("agmm-") {
+                return Err(format!(
+                    "op:{name}: paths={} applies to all-gather-matmul presets only",
+                    set.name
+                ));
+            }
+            let mut t = (p.template)();
+            set.apply(&mut t).map_err(|e| format!("op:{name}: {e}"))?;
+            for key in ["local", "gather"] {
+                value[key] = t[key].clone();
+            }
+        }
+        let spec = OpSpec::from_value(value).map_err(|e| e.to_string())?;
         match spec {
             OpSpec::AllGatherMatmul(s) => {
                 let sizes = p.world.map_or(&[][..], |w| w.1);
@@ -198,6 +244,8 @@ impl OpSubject {
                 }
                 Ok(OpSubject {
                     preset: p.name,
+                    paths,
+                    label: None,
                     world_size: ws,
                     x1: knobs.x1_scales.unwrap_or(ScaleKind::Identity),
                     x2: knobs.x2_scales.unwrap_or(ScaleKind::Identity),
@@ -212,6 +260,8 @@ impl OpSubject {
                 )?;
                 Ok(OpSubject {
                     preset: p.name,
+                    paths: None,
+                    label: None,
                     world_size: 1,
                     x1: ScaleKind::Identity,
                     x2: ScaleKind::Identity,
@@ -221,6 +271,13 @@ impl OpSubject {
             }
             _ => Err(format!("op:{name} is not a subject")),
         }
+    }
+
+    /// The same subject reported under `name` (the spec as written, when it
+    /// set options such as `x2=VAR`).
+    pub fn labelled(mut self, name: String) -> OpSubject {
+        self.label = Some(name);
+        self
     }
 
     fn unsupported(&self, why: impl Into<String>) -> SubjectError {
@@ -252,7 +309,7 @@ impl OpSubject {
     fn prepared_b(&self, spec: &AgmmSpec, fmt: MxFormat, p: &Problem) -> Result<Arc<PreparedB>, SubjectError> {
         let (k, n) = (spec.k, spec.n);
         let nk = p.b_layout == BLayout::Nk;
-        let shared = shared_cache(self.preset, self.x2);
+        let shared = shared_cache(self.preset, self.paths.map(|s| s.name), self.x2);
         {
             let entries = shared.lock().expect("cache lock");
             if let Some(c) = entries
@@ -319,19 +376,11 @@ impl OpSubject {
         Ok(pb)
     }
 
-    fn run_agmm(
-        &self,
-        template: &AgmmSpec,
-        p: &Problem,
-        rank: usize,
-        rows: &[usize],
-    ) -> Result<Vec<f32>, SubjectError> {
+    /// The job's spec (M sharded over the world size) and MX format.
+    fn agmm_spec(&self, template: &AgmmSpec, p: &Problem) -> Result<(AgmmSpec, MxFormat), SubjectError> {
         let (m, k, n, ws) = (p.m, p.k, p.n, self.world_size);
         if !m.is_multiple_of(ws) {
             return Err(self.unsupported(format!("M = {m} is not divisible by the world size {ws}")));
-        }
-        if rank >= ws {
-            return Err(self.unsupported(format!("rank {rank} of world size {ws}")));
         }
         let spec = AgmmSpec {
             world_size: ws,
@@ -346,10 +395,6 @@ impl OpSubject {
         };
         spec.validate().map_err(|e| self.op_err(e))?;
         let fmt = spec.mx_format.expect("MX presets only");
-        let kb = k / MX_BLOCK;
-        if let Some(&g) = rows.iter().find(|&&g| g >= m) {
-            return Err(self.unsupported(format!("row {g} is out of range (M = {m})")));
-        }
         let mx_given = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
         if mx_given {
             let ok = |x: &Matrix| matches!(x, Matrix::Mx { format, .. } if *format == fmt);
@@ -357,30 +402,25 @@ impl OpSubject {
                 return Err(self.unsupported(format!("MX operands must both be {fmt:?}")));
             }
         }
-        let pb = self.prepared_b(&spec, fmt, p)?;
-        // the rows of x1 the paths read: the requested rows, and for a path
-        // that re-rounds x1 the scales of their shards
-        let coupled = spec.local.x1_requant.is_some() || spec.gather.as_ref().is_some_and(|g| g.x1_requant.is_some());
-        let mpr = spec.m_per_rank;
-        let mut need_scales: Vec<usize> = rows.to_vec();
-        if coupled {
-            for &g in rows {
-                need_scales.extend((g / mpr) * mpr..(g / mpr + 1) * mpr);
-            }
-        }
-        need_scales.sort_unstable();
-        need_scales.dedup();
+        Ok((spec, fmt))
+    }
+
+    /// x1 as MX codes `[M, K]` and scales `[M, K/32]`, filled for the rows
+    /// `need` only (the others: code 0, scale 2^0).
+    fn x1_codes(&self, p: &Problem, fmt: MxFormat, need: &[usize]) -> Result<(Vec<u8>, Vec<u8>), SubjectError> {
+        let (m, k) = (p.m, p.k);
+        let kb = k / MX_BLOCK;
         let mut c1 = vec![0u8; m * k];
         let mut s1 = vec![127u8; m * kb];
         match p.a {
             Matrix::Mx { codes, scales, .. } => {
-                for &g in &need_scales {
+                for &g in need {
                     c1[g * k..(g + 1) * k].copy_from_slice(&codes[g * k..(g + 1) * k]);
                     s1[g * kb..(g + 1) * kb].copy_from_slice(&scales[g * kb..(g + 1) * kb]);
                 }
             }
             Matrix::F32(a) => {
-                for &g in &need_scales {
+                for &g in need {
                     let row = &a[g * k..(g + 1) * k];
                     c1[g * k..(g + 1) * k].copy_from_slice(&self.to_codes("A", row, fmt.element().name())?);
                     if self.x1 == ScaleKind::Varying {
@@ -395,6 +435,59 @@ impl OpSubject {
                 }
             }
         }
+        Ok((c1, s1))
+    }
+
+    /// The whole job as the all-gather-matmul op reads it: its spec and
+    /// every row's x1 codes and scales, x2's codes and scales (the same
+    /// bytes the model computes from), for a runner of the op elsewhere
+    /// (the NCCL subject on GPUs). Unsupported for other presets.
+    pub fn agmm_job(&self, p: &Problem) -> Result<AgmmJob, SubjectError> {
+        let Kind::Agmm(template) = &self.kind else {
+            return Err(self.unsupported("not an all-gather-matmul preset"));
+        };
+        let (spec, fmt) = self.agmm_spec(template, p)?;
+        let pb = self.prepared_b(&spec, fmt, p)?;
+        let all: Vec<usize> = (0..p.m).collect();
+        let (c1, s1) = self.x1_codes(p, fmt, &all)?;
+        Ok(AgmmJob {
+            spec,
+            c1,
+            s1,
+            c2: pb.c2.clone(),
+            s2: pb.s2.clone(),
+        })
+    }
+
+    fn run_agmm(
+        &self,
+        template: &AgmmSpec,
+        p: &Problem,
+        rank: usize,
+        rows: &[usize],
+    ) -> Result<Vec<f32>, SubjectError> {
+        let (m, n, ws) = (p.m, p.n, self.world_size);
+        if rank >= ws {
+            return Err(self.unsupported(format!("rank {rank} of world size {ws}")));
+        }
+        let (spec, fmt) = self.agmm_spec(template, p)?;
+        if let Some(&g) = rows.iter().find(|&&g| g >= m) {
+            return Err(self.unsupported(format!("row {g} is out of range (M = {m})")));
+        }
+        let pb = self.prepared_b(&spec, fmt, p)?;
+        // the rows of x1 the paths read: the requested rows, and for a path
+        // that re-rounds x1 the scales of their shards
+        let coupled = spec.local.x1_requant.is_some() || spec.gather.as_ref().is_some_and(|g| g.x1_requant.is_some());
+        let mpr = spec.m_per_rank;
+        let mut need_scales: Vec<usize> = rows.to_vec();
+        if coupled {
+            for &g in rows {
+                need_scales.extend((g / mpr) * mpr..(g / mpr + 1) * mpr);
+            }
+        }
+        need_scales.sort_unstable();
+        need_scales.dedup();
+        let (c1, s1) = self.x1_codes(p, fmt, &need_scales)?;
         let ops = Operands {
             x1: &[],
             x2: &[],
@@ -511,8 +604,12 @@ fn mix(h: u64) -> u64 {
 
 impl Subject for OpSubject {
     fn name(&self) -> String {
-        match &self.kind {
-            Kind::Reduce(r) => r.name(),
+        if let Some(l) = &self.label {
+            return l.clone();
+        }
+        match (&self.kind, self.paths) {
+            (Kind::Reduce(r), _) => r.name(),
+            (_, Some(s)) => format!("op:{},paths={}", self.preset, s.name),
             _ => format!("op:{}", self.preset),
         }
     }

@@ -17,8 +17,9 @@
 //!   folder is the same bytes whatever order the check asked in.
 //! - `dump:DIR` fails as [`SubjectError::Broken`] (the check stops, exit 2)
 //!   naming the file: a job it was asked for is not in the manifest (other
-//!   options than `bi gen` had), `out.npy` is missing, has the wrong dtype
-//!   or shape, or an input file no longer has its recorded digest.
+//!   options than `bi gen` had), the job's M, K, N in the manifest are not
+//!   its inputs' shapes, `out.npy` is missing, has the wrong dtype or
+//!   shape, or an input file no longer has its recorded digest.
 
 use super::job::{read_bounded, read_output, select_rows, sha256_hex, JobInputs};
 use super::{Subject, SubjectError};
@@ -324,6 +325,20 @@ impl Subject for Dump {
                 self.given, p.m, p.k, p.n
             )));
         };
+        if (j.m, j.k, j.n) != (p.m, p.k, p.n) {
+            return Err(broken(format!(
+                "{}: job {} lists M = {}, K = {}, N = {}, but its input files are [{}, {}] and [{}, {}]",
+                self.dir.join("manifest.json").display(),
+                j.job,
+                j.m,
+                j.k,
+                j.n,
+                p.m,
+                p.k,
+                p.k,
+                p.n
+            )));
+        }
         self.verify(j, [&a_img, &b_img]).map_err(broken)?;
         let out = self.dir.join(&j.out);
         if !out.exists() {

@@ -21,13 +21,16 @@
 //!   kills the runner's process group: the runner exited, a job took longer
 //!   than the timeout, a line is not a JSON answer (or longer than 1 MiB),
 //!   the answer names another job, the output file's dtype or shape
-//!   disagrees with the job.
+//!   disagrees with the job, the output holds NaN or Inf where no
+//!   summation of the job's finite inputs can overflow
+//!   (`check_overflow_free` in `job.rs`).
 //! - `WORK` is a fresh folder under the system temp dir; each job's folder
 //!   is removed once read, and `WORK` when the subject is dropped, unless
 //!   `keep`. Dropping the subject closes the runner's stdin (EOF: exit),
 //!   waits up to 2 s, then kills its process group.
 
-use super::job::{read_output, select_rows, JobInputs, OutType};
+use super::job::{check_overflow_free, read_output, select_rows, JobInputs};
+pub use super::job::{read_output_bytes, OutType};
 use super::{Subject, SubjectError};
 use crate::gemm::Problem;
 use crate::order::InType;
@@ -203,37 +206,20 @@ impl Exec {
         });
         r.send(&format!("{line}\n"), id)?;
         let answer = r.next_line(self.opts.timeout, &format!("job {id}"))?;
-        let v: Value = serde_json::from_str(answer.trim_end())
-            .ok()
-            .filter(Value::is_object)
-            .ok_or_else(|| format!("answered job {id} with a line that is not JSON: {}", clip(&answer)))?;
-        match v.get("job").and_then(Value::as_u64) {
-            Some(j) if j == id => {}
-            Some(j) => return Err(format!("answered job {j} while job {id} was asked")),
-            None => return Err(format!("answered job {id} without a \"job\" number: {}", clip(&answer))),
-        }
-        if let Some(e) = v.get("error") {
-            let why = e.as_str().map_or_else(|| e.to_string(), str::to_string);
-            self.done(&dir);
-            return Ok(Err(why));
-        }
-        let (Some(path), Some(dtype)) = (
-            v.get("out").and_then(Value::as_str),
-            v.get("dtype").and_then(Value::as_str),
-        ) else {
-            return Err(format!(
-                "answered job {id} without \"out\" and \"dtype\" (or \"error\"): {}",
-                clip(&answer)
-            ));
+        let (path, dtype) = match parse_reply(&answer, id)? {
+            Reply::Error(why) => {
+                self.done(&dir);
+                return Ok(Err(why));
+            }
+            Reply::Output { out, dtype } => (out, dtype),
         };
-        let dtype =
-            OutType::from_name(dtype).ok_or_else(|| format!("job {id}: unknown dtype '{dtype}' (f32, f16 or bf16)"))?;
         let keep = if self.opts.keep {
             ""
         } else {
             " (--keep keeps the job files)"
         };
-        let c = read_output(Path::new(path), Some(dtype), inputs.m, inputs.n)
+        let c = read_output(Path::new(&path), Some(dtype), inputs.m, inputs.n)
+            .and_then(|c| check_overflow_free(inputs, &c, dtype).map(|()| c))
             .map_err(|e| format!("job {id}: {e}{keep}"))?;
         self.done(&dir);
         Ok(Ok(c))
@@ -366,8 +352,54 @@ impl Subject for Exec {
     }
 }
 
-/// The runner's name from its greeting line.
-fn parse_greeting(line: &str) -> Result<String, String> {
+/// A runner's answer to one job (protocol "mxbi-exec/1").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// The whole `[M, N]` output was written to `out`, as `dtype`.
+    Output { out: String, dtype: OutType },
+    /// The runner could not do this job (the subject stays usable).
+    Error(String),
+}
+
+/// Parses one answer line to job `id` (the module doc's contract): a JSON
+/// object whose `"job"` is `id`, with `"error"` (a string, or any JSON
+/// value, kept as its text) or with string `"out"` and `"dtype"` (`f32`,
+/// `f16`, `bf16`). Err: one line saying why the line is not an answer to
+/// this job (the runner is then broken). The output file is not read here.
+pub fn parse_reply(line: &str, id: u64) -> Result<Reply, String> {
+    let v: Value = serde_json::from_str(line.trim_end())
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| format!("answered job {id} with a line that is not JSON: {}", clip(line)))?;
+    match v.get("job").and_then(Value::as_u64) {
+        Some(j) if j == id => {}
+        Some(j) => return Err(format!("answered job {j} while job {id} was asked")),
+        None => return Err(format!("answered job {id} without a \"job\" number: {}", clip(line))),
+    }
+    if let Some(e) = v.get("error") {
+        return Ok(Reply::Error(e.as_str().map_or_else(|| e.to_string(), str::to_string)));
+    }
+    let (Some(out), Some(dtype)) = (
+        v.get("out").and_then(Value::as_str),
+        v.get("dtype").and_then(Value::as_str),
+    ) else {
+        return Err(format!(
+            "answered job {id} without \"out\" and \"dtype\" (or \"error\"): {}",
+            clip(line)
+        ));
+    };
+    let dtype =
+        OutType::from_name(dtype).ok_or_else(|| format!("job {id}: unknown dtype '{dtype}' (f32, f16 or bf16)"))?;
+    Ok(Reply::Output {
+        out: out.to_string(),
+        dtype,
+    })
+}
+
+/// The runner's name from its greeting line: a JSON object with
+/// `"protocol": "mxbi-exec/1"` and a `"name"` of 1 to 200 printable
+/// characters. Err: one line saying what is wrong.
+pub fn parse_greeting(line: &str) -> Result<String, String> {
     let bad = || {
         format!(
             "its first line is not the greeting {{\"protocol\": \"{EXEC_PROTOCOL}\", \"name\": ...}}: {}",

@@ -135,31 +135,47 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// message names the file and what was expected.
 pub fn read_output(path: &Path, claimed: Option<OutType>, m: usize, n: usize) -> Result<Vec<f32>, String> {
     let show = path.display();
-    let max = (m as u64) * (n as u64) * 4 + MAX_HEADER_SLACK;
+    let max = output_bound(m, n);
     let bytes = read_bounded(path, max).map_err(|e| format!("{show}: {e}"))?;
+    read_output_bytes(&bytes, claimed, m, n).map_err(|e| format!("{show}: {e}"))
+}
+
+/// Most bytes the output file of a `[m, n]` job may have.
+fn output_bound(m: usize, n: usize) -> u64 {
+    (m as u64)
+        .saturating_mul(n as u64)
+        .saturating_mul(4)
+        .saturating_add(MAX_HEADER_SLACK)
+}
+
+/// The checks and widening of [`read_output`] on the file's bytes: at most
+/// the bytes a `[m, n]` output can take, a `.npy` of dtype `<f4`, `<f2` or
+/// `<u2` (the one `claimed`, if given) and shape exactly `[m, n]`, widened
+/// exactly to `m * n` f32 values. The message (one line) does not name the
+/// file.
+pub fn read_output_bytes(bytes: &[u8], claimed: Option<OutType>, m: usize, n: usize) -> Result<Vec<f32>, String> {
+    let max = output_bound(m, n);
     if bytes.len() as u64 > max {
-        return Err(format!(
-            "{show}: more than the {max} bytes a [{m}, {n}] output can take"
-        ));
+        return Err(format!("more than the {max} bytes a [{m}, {n}] output can take"));
     }
-    let t = read_npy_bytes(&bytes).map_err(|e| format!("{show}: {}", e.to_string().replacen("<memory>: ", "", 1)))?;
+    let t = read_npy_bytes(bytes).map_err(|e| e.to_string().replacen("<memory>: ", "", 1))?;
     let descr = t.dtype().npy_descr().unwrap_or("?");
     let Some(got) = OutType::of_dtype(t.dtype()) else {
         return Err(format!(
-            "{show}: dtype {descr}; expected <f4 (f32), <f2 (f16) or <u2 (bf16 bits)"
+            "dtype {descr}; expected <f4 (f32), <f2 (f16) or <u2 (bf16 bits)"
         ));
     };
     if let Some(want) = claimed {
         if want != got {
             return Err(format!(
-                "{show}: dtype {descr}, but the runner said {} (which is stored as {})",
+                "dtype {descr}, but the runner said {} (which is stored as {})",
                 want.name(),
                 want.dtype().npy_descr().unwrap_or("?")
             ));
         }
     }
     if t.shape() != [m, n] {
-        return Err(format!("{show}: shape {:?}, expected [{m}, {n}]", t.shape()));
+        return Err(format!("shape {:?}, expected [{m}, {n}]", t.shape()));
     }
     let raw = t.bytes();
     Ok(match got {
@@ -176,6 +192,45 @@ pub fn read_output(path: &Path, claimed: Option<OutType>, m: usize, n: usize) ->
             .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
             .collect(),
     })
+}
+
+/// Refuses an output that holds NaN or Inf although no summation order can
+/// overflow on the job's inputs: every input finite and
+/// `K * max|A| * max|B| * (1 + 2^-7)^K` (the largest sum of products, with
+/// one rounding of relative size up to 2^-7 per step compounded over K
+/// steps: any accumulator of at least 8 significant bits) at most the
+/// output type's largest finite value. Such an output is not a result of
+/// the job (uninitialised memory, a wrong buffer); the message (one line)
+/// names the first such element.
+pub fn check_overflow_free(inputs: &JobInputs, c: &[f32], out: OutType) -> Result<(), String> {
+    let Some(at) = c.iter().position(|x| !x.is_finite()) else {
+        return Ok(());
+    };
+    let amax = |v: &[f32]| {
+        v.iter()
+            .try_fold(0f64, |m, x| x.is_finite().then(|| m.max((*x as f64).abs())))
+    };
+    let (Some(a), Some(b)) = (amax(inputs.a), amax(&inputs.b)) else {
+        return Ok(()); // non-finite inputs: anything may follow
+    };
+    let k = inputs.k as f64;
+    let bound = k * a * b * (k * (2f64.powi(-7)).ln_1p()).exp();
+    let max = match out {
+        OutType::F32 => f32::MAX as f64,
+        OutType::F16 => 65504.0,
+        OutType::Bf16 => f32::from_bits(0x7F7F_0000) as f64,
+    };
+    if bound > max {
+        return Ok(());
+    }
+    let n = inputs.n.max(1);
+    Err(format!(
+        "C[{}, {}] is {}, but no summation of these finite inputs can overflow (K * max|A| * max|B| = {:e}): not a result of the job",
+        at / n,
+        at % n,
+        c[at],
+        k * a * b
+    ))
 }
 
 /// At most `max + 1` bytes of a regular file (a FIFO or device is refused:
@@ -280,5 +335,44 @@ mod tests {
         };
         let e = JobInputs::of(&q, InType::Bf16).err().unwrap();
         assert!(e.starts_with("A[0] = ") && e.contains("bf16"), "{e}");
+    }
+
+    #[test]
+    fn non_finite_outputs_are_refused_only_where_no_overflow_can_happen() {
+        fn job<'a>(a: &'a [f32], b: &'a [f32]) -> JobInputs<'a> {
+            JobInputs {
+                a,
+                b: Cow::Borrowed(b),
+                m: 2,
+                k: 2,
+                n: 2,
+            }
+        }
+        let (a, b) = ([1.0f32, -2.0, 0.5, 3.0], [0.25f32, 1.0, -1.0, 2.0]);
+        let j = job(&a, &b);
+        assert!(check_overflow_free(&j, &[1.0, 2.0, 3.0, 4.0], OutType::F32).is_ok());
+        let e = check_overflow_free(&j, &[1.0, 2.0, f32::NAN, 4.0], OutType::F32).unwrap_err();
+        assert!(e.starts_with("C[1, 0] is NaN, but no summation"), "{e}");
+        assert!(check_overflow_free(&j, &[f32::INFINITY, 2.0, 3.0, 4.0], OutType::F16).is_err());
+        // inputs that can overflow the output type: anything goes
+        let big = [3e38f32; 4];
+        let inf_nan = [f32::INFINITY, f32::NAN, 0.0, 0.0];
+        assert!(check_overflow_free(&job(&big, &b), &inf_nan, OutType::F32).is_ok());
+        let f16_big = [300.0f32; 4];
+        let inf = [f32::INFINITY, 0.0, 0.0, 0.0];
+        assert!(check_overflow_free(&job(&f16_big, &f16_big), &inf, OutType::F16).is_ok());
+        assert!(check_overflow_free(&job(&f16_big, &f16_big), &inf, OutType::F32).is_err());
+        // non-finite inputs: anything goes
+        let nan_in = [f32::NAN, 1.0, 1.0, 1.0];
+        assert!(check_overflow_free(&job(&nan_in, &b), &inf_nan, OutType::F32).is_ok());
+    }
+
+    #[test]
+    fn output_bounds_do_not_overflow() {
+        // a [usize::MAX, usize::MAX] job (a manifest may claim one): the
+        // bound saturates instead of wrapping to a small number
+        assert_eq!(output_bound(usize::MAX, usize::MAX), u64::MAX);
+        let e = read_output_bytes(b"\x93NUMPY", None, usize::MAX, 2).unwrap_err();
+        assert!(!e.contains('\n'), "{e}");
     }
 }

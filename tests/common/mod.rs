@@ -1,8 +1,11 @@
 //! Helpers shared by the integration tests: temporary folders, copies of
 //! the committed captures, resealing a capture's manifest after an edit,
-//! and the seed of the sampled cast replay.
+//! the seed of the sampled cast replay, and (`bad_input`) building bad
+//! inputs and running the binary on them.
 
 #![allow(dead_code)] // each test crate uses its own subset
+
+pub mod bad_input;
 
 use mxbi::device::capture::{sha256_hex, Manifest};
 use std::path::{Path, PathBuf};

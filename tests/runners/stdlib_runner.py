@@ -16,7 +16,10 @@ garbage, wrong-job, wrong-shape, wrong-dtype, chatter (prints a log line on
 stdout), bad-greeting, exit-after-1 (exits right after answering job 1: mxbi's
 next write meets a closed pipe), close-stdout (closes stdout and hangs),
 dev-zero (names /dev/zero as its output), need-bf16 (answers an error for a job
-whose input type is not bf16, as a bf16 library runner does).
+whose input type is not bf16, as a bf16 library runner does); lies for the
+malformed-input battery: f16-said-f32 (writes f16, says f32), other-m (writes
+[M + 1, N]), nan (every output NaN), no-file-exit (answers job 1 without
+writing it, then exits), chatter-after (prints a log line after each answer).
 """
 import ast
 import json
@@ -77,6 +80,14 @@ def answer(job, mode):
     bits = list(struct.unpack("<%dI" % len(flat), struct.pack("<%df" % len(flat), *flat)))
     if mode == "plant" and m > 2:
         bits[0] ^= 1
+    if mode == "nan":
+        bits = [0x7FC00000] * len(bits)
+    if mode == "f16-said-f32":
+        save(job["out"], "<f2", (m, n), struct.pack("<%de" % len(flat), *flat))
+        return "f32"
+    if mode == "other-m":
+        save(job["out"], "<f4", (m + 1, n), struct.pack("<%dI" % (len(bits) + n), *(bits + bits[:n])))
+        return "f32"
     if mode == "f16":
         save(job["out"], "<f2", (m, n), struct.pack("<%de" % len(flat), *flat))
         return "f16"
@@ -122,9 +133,14 @@ def serve(mode):
         if mode == "error" or (mode == "error-m3" and job["m"] >= 3):
             say({"job": job["job"], "error": "this runner refuses every job"})
             continue
+        if mode == "no-file-exit":
+            say({"job": job["job"], "out": job["out"], "dtype": "f32"})
+            os._exit(6)
         dtype = answer(job, mode)
         say({"job": job["job"] + (1 if mode == "wrong-job" else 0), "out": job["out"], "dtype": dtype})
         done += 1
+        if mode == "chatter-after":
+            print("job", job["job"], "done", flush=True)
         if mode == "exit-after-1":
             os._exit(5)
 
