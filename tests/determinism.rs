@@ -1,7 +1,8 @@
 //! Determinism across thread counts: the same commands under
 //! `RAYON_NUM_THREADS` = 1, 2 and 8 give identical report bytes (JSON and
 //! JUnit files, and stdout) — `bi run` on a model, a dispatch and an op
-//! subject, a `--matrix` shard, and `explain --case --cell`.
+//! subject, a `--matrix` shard, and `explain --case --cell`; and `fuzz`'s
+//! files.
 
 mod common;
 
@@ -92,4 +93,36 @@ fn reports_are_the_same_bytes_on_1_2_and_8_threads() {
         run(t.path(), "2", &a)
     };
     assert!(seeded("1") != seeded("2"));
+}
+
+/// `mxbi fuzz` with a case bound: the same `fuzz.json` and `minimal.json`
+/// bytes (no timings in them) on 1, 2 and 8 threads, and a failure found.
+#[test]
+fn fuzz_files_are_the_same_bytes_on_1_2_and_8_threads() {
+    let t = TempDir::new("determinism-fuzz");
+    std::fs::write(
+        t.join("table.json"),
+        r#"{"dispatch": [{"m_max": 16, "order": "fma"}, {"k_max": 64, "order": "fma"}, {"order": "fma;split=4"}]}"#,
+    )
+    .unwrap();
+    let files = |threads: &str| {
+        let out = t.join(&format!("fuzz-{threads}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_mxbi"))
+            .args(["fuzz", "--subject"])
+            .arg(format!("dispatch:{}", t.join("table.json").display()))
+            .args(["--seed", "2", "--max-cases", "200", "--budget", "120", "--out"])
+            .arg(&out)
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            std::fs::read(out.join("fuzz.json")).unwrap(),
+            std::fs::read(out.join("minimal.json")).unwrap(),
+        )
+    };
+    let base = files("1");
+    for threads in ["2", "8"] {
+        assert!(files(threads) == base, "RAYON_NUM_THREADS={threads} differs from 1");
+    }
 }
