@@ -7,8 +7,8 @@
 //! and the pattern is the op's: agmm-v2-prefix fails the rank and position
 //! families under K-varying x2 scales only, agmm-v2-fixed never fails.
 //!
-//! Ignored until the capture is committed (its manifest digest in
-//! reference/captures.sha256); the lead removes the `ignore` then.
+//! The capture is anchored by its manifest digest in
+//! reference/captures.sha256.
 
 mod common;
 
@@ -44,7 +44,6 @@ fn cells_of(report: &Value) -> Vec<Value> {
 }
 
 #[test]
-#[ignore = "until reference/captures/bi-nccl is committed (reference/device/nccl_bi.sh)"]
 fn nccl_runs_replay_on_the_cpu_model() {
     let dir = common::committed_capture("bi-nccl");
     let cap = Capture::open_anchored(&dir).unwrap();
