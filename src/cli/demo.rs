@@ -12,8 +12,7 @@
 use super::subjects::subject_from_spec;
 use super::{Outcome, Result};
 use crate::bi::{check, run_matrix, CheckOptions, Family, Grid, Job, Report, RowPos, Rows, Verdict};
-use crate::explain::candidates::{family, Inputs};
-use crate::explain::{diverge, identify, suggest, IdentifyOptions, Varies};
+use crate::explain::{diverge, simplest_order, suggest, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::{InType, Order};
 use crate::subject::{Dispatch, Knobs, ScaleKind, Subject};
@@ -189,22 +188,9 @@ fn target_output(subject: &dyn Subject, rows: &Rows, m: usize, at: usize) -> Opt
     subject.run(&p, Some(&[at])).ok()
 }
 
-/// The order the bytes of the target row's output came from, found by the
-/// explainer from the bytes alone (the built-in candidate family; the
-/// simplest match).
+/// The simplest candidate order that reproduces `observed` for the target row.
 fn identify_row(rows: &Rows, observed: &[f32]) -> Option<Order> {
-    let a = rows.row(0);
-    let p = Problem {
-        a: Matrix::F32(&a),
-        b: Matrix::F32(&rows.b),
-        m: 1,
-        n: rows.n,
-        k: rows.k,
-        b_layout: BLayout::Kn,
-    };
-    let candidates = family(Inputs::of(&p), rows.k);
-    let id = identify(&p, &[0], observed, &candidates, IdentifyOptions::default()).ok()?;
-    id.first()?.matches.first().copied()
+    simplest_order(&rows.row(0), &rows.b, rows.k, rows.n, observed)
 }
 
 /// The explanation of the first failing `batch` cell of a subject whose

@@ -391,3 +391,21 @@ pub fn identify(
     }
     Ok(out)
 }
+
+/// The simplest order of the built-in candidate family (`candidates::family`)
+/// that reproduces `observed`, the one output row of `a_row` (K f32 values)
+/// times `b` (K x N, row-major); `None` when no candidate does or the
+/// operands cannot run.
+pub fn simplest_order(a_row: &[f32], b: &[f32], k: usize, n: usize, observed: &[f32]) -> Option<Order> {
+    let p = Problem {
+        a: Matrix::F32(a_row),
+        b: Matrix::F32(b),
+        m: 1,
+        n,
+        k,
+        b_layout: BLayout::Kn,
+    };
+    let candidates = super::candidates::family(super::candidates::Inputs::of(&p), k);
+    let id = identify(&p, &[0], observed, &candidates, IdentifyOptions::default()).ok()?;
+    id.first()?.order()
+}

@@ -31,6 +31,6 @@ pub use candidates::{Candidate, Source};
 pub use divergence::{diverge, k_profile, ulp_distance, ulp_map, ChunkUlp, Location, Mechanism, TileUlp, TreeDiff};
 pub use exactness::{analyze, ElementExactness, Reason};
 pub use fix::{suggest, Fix, Varies};
-pub use identify::{identify, Closest, IdentifyOptions, RowIdentity};
+pub use identify::{identify, simplest_order, Closest, IdentifyOptions, RowIdentity};
 pub use reveal::{reveal, reveal_mx, RevealError, RevealOptions, Revealed};
 pub use shape::Shape;

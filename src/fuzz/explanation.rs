@@ -8,8 +8,7 @@
 
 use super::case::FuzzCase;
 use crate::bi::{other_id, Cell, Family, Rows};
-use crate::explain::candidates::{family, Inputs};
-use crate::explain::{diverge, identify, suggest, IdentifyOptions, Varies};
+use crate::explain::{diverge, simplest_order, suggest, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::Order;
 use crate::subject::Subject;
@@ -37,18 +36,7 @@ fn output_row(subject: &dyn Subject, rows: &Rows, ids: &[u64], at: usize) -> Opt
 
 /// The simplest candidate order that reproduces `observed` for the target row.
 fn identify_row(rows: &Rows, observed: &[f32]) -> Option<Order> {
-    let a = rows.row(0);
-    let p = Problem {
-        a: Matrix::F32(&a),
-        b: Matrix::F32(&rows.b),
-        m: 1,
-        n: rows.n,
-        k: rows.k,
-        b_layout: BLayout::Kn,
-    };
-    let candidates = family(Inputs::of(&p), rows.k);
-    let id = identify(&p, &[0], observed, &candidates, IdentifyOptions::default()).ok()?;
-    id.first()?.order()
+    simplest_order(&rows.row(0), &rows.b, rows.k, rows.n, observed)
 }
 
 /// The account (see the module doc); empty when the case is not one the
