@@ -235,6 +235,16 @@ impl Local {
         }
     }
 
+    /// Adds the tallies of answers that came after this one's.
+    fn absorb(&mut self, later: Local) {
+        for (v, c, a) in later.0 {
+            match self.0.iter_mut().find(|x| x.0 == v) {
+                Some(x) => x.1 += c,
+                None => self.0.push((v, c, a)),
+            }
+        }
+    }
+
     fn merge(&self, key: Key, t: &mut Tallies) {
         for &(v, c, a) in &self.0 {
             t.add(key, v, c, a);
@@ -353,6 +363,20 @@ struct Prober<'a> {
     tallies: Tallies,
     /// Seconds building launch inputs, in the subject, and reading answers.
     spent: [f64; 3],
+    /// A and B of the last launch (their allocations are reused).
+    buffers: (Vec<f32>, Vec<f32>),
+}
+
+/// `v` as `len` copies of `value` (keeping its allocation).
+fn refill(v: &mut Vec<f32>, len: usize, value: f32) {
+    v.clear();
+    v.resize(len, value);
+}
+
+/// Rows read per block when a launch's answers are read in parallel: a
+/// function of M only, so the tallies are the same on any thread count.
+fn row_block(m: usize) -> usize {
+    m.div_ceil(64).max(1)
 }
 
 impl Prober<'_> {
@@ -439,14 +463,17 @@ impl Prober<'_> {
     fn launch_all(
         &mut self,
         count: usize,
-        mut build: impl FnMut(usize) -> (Vec<f32>, Vec<f32>),
+        mut build: impl FnMut(usize, &mut Vec<f32>, &mut Vec<f32>),
         mut take: impl FnMut(&mut Tallies, usize, usize, &[f32]) -> Result<(), RevealError>,
     ) -> Result<(), RevealError> {
         let mut first = None;
         let mut failed = 0;
+        // the launch inputs, reused from launch to launch (a fresh 64 MiB
+        // buffer per launch costs more in page faults than filling it)
+        let (mut a, mut b) = std::mem::take(&mut self.buffers);
         for i in 0..count {
             let t0 = std::time::Instant::now();
-            let (a, b) = build(i);
+            build(i, &mut a, &mut b);
             let id = self.launches;
             let t1 = std::time::Instant::now();
             let ran = self.run(&a, &b);
@@ -466,6 +493,7 @@ impl Prober<'_> {
                 }
             }
         }
+        self.buffers = (a, b);
         match first {
             Some(first) => Err(RevealError::Subject {
                 failed,
@@ -500,32 +528,51 @@ impl Prober<'_> {
         let ct = self.counter();
         self.launch_all(
             nl,
-            |l| {
+            |l, a, b| {
                 if cols {
-                    let mut b = vec![0f32; kl * n];
+                    refill(b, kl * n, 0.0);
                     for j in 0..n {
                         for x in 0..odd[which(l, j)] {
                             b[x * n + j] = lo;
                         }
                     }
-                    (vec![lo; m * kl], b)
+                    refill(a, m * kl, lo);
                 } else {
-                    let mut a = vec![0f32; m * kl];
+                    refill(a, m * kl, 0.0);
                     for i in 0..m {
                         a[i * kl..i * kl + odd[which(l, i)]].fill(lo);
                     }
-                    (a, vec![lo; kl * n])
+                    refill(b, kl * n, lo);
                 }
             },
             |_, _, l, out| {
-                for i in 0..m {
-                    for j in 0..n {
-                        let s = which(l, if cols { j } else { i });
-                        let v = out[i * n + j];
-                        if ct.count(v) != Some(odd[s] as u32) {
-                            exact[s] = false;
+                use rayon::prelude::*;
+                // per block of rows: (exact, first value) per size
+                let blocks: Vec<(Vec<bool>, Vec<Option<f32>>)> = out
+                    .par_chunks(row_block(m) * n)
+                    .enumerate()
+                    .map(|(bi, block)| {
+                        let mut ex = vec![true; sizes.len()];
+                        let mut first: Vec<Option<f32>> = vec![None; sizes.len()];
+                        for (r, row) in block.chunks(n).enumerate() {
+                            let i = bi * row_block(m) + r;
+                            for (j, &v) in row.iter().enumerate() {
+                                let s = which(l, if cols { j } else { i });
+                                if ct.count(v) != Some(odd[s] as u32) {
+                                    ex[s] = false;
+                                }
+                                first[s].get_or_insert(v);
+                            }
                         }
-                        got[s].get_or_insert(v);
+                        (ex, first)
+                    })
+                    .collect();
+                for (ex, first) in blocks {
+                    for s in 0..sizes.len() {
+                        exact[s] &= ex[s];
+                        if let Some(v) = first[s] {
+                            got[s].get_or_insert(v);
+                        }
                     }
                 }
                 Ok(())
@@ -633,38 +680,55 @@ impl Prober<'_> {
         };
         self.launch_all(
             chunks.len(),
-            |li| {
+            |li, a, b| {
                 let chunk = chunks[li];
                 let used = chunk.len();
                 if cols {
-                    let mut b = vec![fill(chunk); kl * n];
+                    refill(b, kl * n, fill(chunk));
                     for j in 0..n {
                         line(&chunk[j % used], &mut |x, v| b[x * n + j] = v);
                     }
-                    (vec![lo; m * kl], b)
+                    refill(a, m * kl, lo);
                 } else {
-                    let mut a = vec![fill(chunk); m * kl];
+                    refill(a, m * kl, fill(chunk));
                     for i in 0..m {
                         let row = &mut a[i * kl..(i + 1) * kl];
                         line(&chunk[i % used], &mut |x, v| row[x] = v);
                     }
-                    (a, vec![lo; kl * n])
+                    refill(b, kl * n, lo);
                 }
             },
             |t, id, li, out| {
+                use rayon::prelude::*;
                 let chunk = chunks[li];
                 let used = chunk.len();
                 let act: Vec<u32> = chunk.iter().map(active).collect();
+                // blocks of rows read in parallel, each line's tallies
+                // folded in row order: the same as one pass over the rows
+                let rb = row_block(m);
+                let blocks: Vec<Result<Vec<Local>, RevealError>> = out
+                    .par_chunks(rb * n)
+                    .enumerate()
+                    .map(|(bi, block)| {
+                        let mut local = vec![Local::default(); used];
+                        for (r, row) in block.chunks(n).enumerate() {
+                            let i = bi * rb + r;
+                            for (j, &v) in row.iter().enumerate() {
+                                let s = if cols { j } else { i } % used;
+                                let got = ct
+                                    .count(v)
+                                    .filter(|&x| x <= act[s])
+                                    .ok_or_else(|| ct.not_a_count(&name, v, chunk[s].0, chunk[s].1, i, j))?;
+                                local[s].add(act[s] - got + 2, at(id, i, j));
+                            }
+                        }
+                        Ok(local)
+                    })
+                    .collect();
                 let mut local = vec![Local::default(); used];
-                for i in 0..m {
-                    let row = &out[i * n..(i + 1) * n];
-                    for (j, &v) in row.iter().enumerate() {
-                        let s = if cols { j } else { i } % used;
-                        let got = ct
-                            .count(v)
-                            .filter(|&x| x <= act[s])
-                            .ok_or_else(|| ct.not_a_count(&name, v, chunk[s].0, chunk[s].1, i, j))?;
-                        local[s].add(act[s] - got + 2, at(id, i, j));
+                for block in blocks {
+                    for (s, lt) in block?.into_iter().enumerate() {
+                        local[s].absorb(lt);
                     }
                 }
                 for (s, lt) in local.iter().enumerate() {
@@ -692,9 +756,9 @@ impl Prober<'_> {
         };
         self.launch_all(
             chunks.len(),
-            |li| {
-                let mut a = vec![0f32; m * kl];
-                let mut b = vec![lo; kl * n];
+            |li, a, b| {
+                refill(a, m * kl, 0.0);
+                refill(b, kl * n, lo);
                 for (i, &(p, q, c)) in chunks[li].iter().enumerate() {
                     let row = &mut a[i * kl..(i + 1) * kl];
                     if c == NO_WINDOW {
@@ -707,7 +771,6 @@ impl Prober<'_> {
                     b[p as usize * n + i] = hi;
                     b[q as usize * n + i] = -hi;
                 }
-                (a, b)
             },
             |t, id, li, out| {
                 for (i, key) in chunks[li].iter().enumerate() {
@@ -912,7 +975,9 @@ fn random_mx(f: MxFormat, rows: usize, cols: usize, along_rows: bool, seed: u64)
     let e = f.element();
     let codes = (0..rows * cols)
         .map(|_| loop {
-            let c = (r.next_u32() & 0xFF) as u8;
+            // a code of the element's width (FP6 and FP4 codes sit in the
+            // low bits of the byte)
+            let c = (r.next_u32() & ((1u32 << e.bits()) - 1)) as u8;
             let v = e.decode_f32(c as u16);
             if v.is_finite() && v != 0.0 {
                 return c;
@@ -993,6 +1058,16 @@ fn order_shape(o: &Order, k: usize, mx: bool) -> Shape {
     }
 }
 
+/// Columns compared in the verification launch: at most this many, spread
+/// evenly over N (so every column tile of a wide launch is seen) ...
+const VERIFY_COLUMNS: usize = 512;
+
+/// ... these.
+fn verify_columns(n: usize) -> Vec<usize> {
+    let c = n.min(VERIFY_COLUMNS);
+    (0..c).map(|i| i * n / c).collect()
+}
+
 /// Recovers the subject's reduction tree for the launch shape of `o` (see
 /// the module doc).
 pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, RevealError> {
@@ -1035,6 +1110,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         launches: 0,
         tallies: Tallies::default(),
         spent: [0.0; 3],
+        buffers: (Vec::new(), Vec::new()),
     };
     let mut clock = Clock::start();
     pr.window = pr.calibrate()?;
@@ -1151,9 +1227,11 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     let mut verified_elements = 0;
     if !shape_matches.is_empty() {
         let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
+        let cols = verify_columns(o.n);
+        let c = cols.len();
         let pick = |out: &[f32]| -> Vec<f32> {
             rows.iter()
-                .flat_map(|&r| out[r * o.n..(r + 1) * o.n].to_vec())
+                .flat_map(|&r| cols.iter().map(move |&j| out[r * o.n + j]))
                 .collect()
         };
         let cands: Vec<candidates::Candidate> = shape_matches
@@ -1165,8 +1243,17 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
             .collect();
         let ids = match mx {
             None => {
-                let a = random_values(o.input, o.m * o.k, o.seed ^ 0xA11CE);
-                let b = random_values(o.input, o.k * o.n, o.seed ^ 0xB0B);
+                // random values in the compared rows of A and columns of
+                // B, zeros elsewhere
+                let mut a = vec![0f32; o.m * o.k];
+                a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
+                let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
+                let mut b = vec![0f32; o.k * o.n];
+                for x in 0..o.k {
+                    for (t, &j) in cols.iter().enumerate() {
+                        b[x * o.n + j] = bc[x * c + t];
+                    }
+                }
                 let p = Problem {
                     a: Matrix::F32(&a),
                     b: Matrix::F32(&b),
@@ -1184,7 +1271,13 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                 clock.mark("verification launch");
                 let observed = pick(&out);
                 verified_elements = observed.len();
-                identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
+                // the candidates on the compared columns only
+                let sub = Problem {
+                    b: Matrix::F32(&bc),
+                    n: c,
+                    ..p
+                };
+                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
             }
             Some(f) => {
                 let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
@@ -1214,7 +1307,25 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                 clock.mark("verification launch");
                 let observed = pick(&out);
                 verified_elements = observed.len();
-                identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
+                // the candidates on the compared columns only
+                let kb = o.k / MX_BLOCK;
+                let (cb, sb) = (&cb, &sb);
+                let cbc: Vec<u8> = (0..o.k)
+                    .flat_map(|x| cols.iter().map(move |&j| cb[x * o.n + j]))
+                    .collect();
+                let sbc: Vec<u8> = (0..kb)
+                    .flat_map(|x| cols.iter().map(move |&j| sb[x * o.n + j]))
+                    .collect();
+                let sub = Problem {
+                    b: Matrix::Mx {
+                        codes: &cbc,
+                        scales: &sbc,
+                        format: f,
+                    },
+                    n: c,
+                    ..p
+                };
+                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
             }
         }
         .map_err(RevealError::Inconsistent)?;
