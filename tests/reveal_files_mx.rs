@@ -83,6 +83,8 @@ fn files_round_trip_equals_the_direct_reveal() {
         ("mxfp8-e4m3", "fma;split=4;reduce=pairwise;scale=block"),
         ("mxfp8-e5m2", "fma;scale=block"),
         ("mxint8", "fma;split=2;scale=block"),
+        ("mxfp6-e3m2", "fma;scale=block"),
+        ("mxfp4-e2m1", "fma;split=2;scale=block"),
         ("mxfp8-e4m3", "fma;scale=block;out=bf16"),
     ] {
         let dir = tmp.join(format!("{input}-{}", order.replace([';', '='], "_")));
@@ -109,9 +111,10 @@ fn files_round_trip_equals_the_direct_reveal() {
         assert!(named.into_iter().any(|o| o == order), "{input} {order}: {files}");
         assert_eq!(files["mx"], input);
         assert!(rounds >= 2, "{input} {order}: {rounds} rounds");
-        if order == "fma;scale=block" {
+        if order == "fma;scale=block" && input.starts_with("mxfp8") {
             // one vocabulary: `mxbi explain` reads the last job (random MX
-            // inputs) as written and names the runner's order
+            // inputs) as written and names the runner's order (FP8 codes:
+            // FP6/FP4 values are too coarse to tell the orders apart)
             let last = dir.join(format!("job-{:06}", files["launches"].as_u64().unwrap() - 1));
             let f = |name: &str| last.join(name).display().to_string();
             let e = run(
