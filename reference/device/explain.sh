@@ -8,7 +8,12 @@
 # MXBI_PARTS picks the parts (comma-separated, default all): side (2, the
 # timed comparison), sgemm and gemmex (1, the vendor table's f32 and bf16
 # rows), python (3). MXBI_BUDGET: wall seconds for the whole run (540).
-# times.txt: name, exit status, wall seconds and peak resident memory.
+# MXBI_SGEMM_K / MXBI_SGEMM_M / MXBI_GEMMEX_M: the vendor-table shapes to
+# run (default: every K and M below). times.txt: name, exit status, wall
+# seconds and peak resident memory; every reveal runs with --warmup (one
+# untimed launch first, as FPRev's harness warms up) and --timings (wall
+# seconds per phase, in NAME.err; "total" is the figure FPRev's timer
+# measures, the process wall in times.txt adds process and CUDA start-up).
 #
 # 1. reveal on cuBLAS at every M of docs/DEVICE.md's vendor table: sgemm at
 #    N = 2048, K = 2048 and K = 7168; GemmEx bf16 at K = 7168 (the M where
@@ -42,7 +47,7 @@ reveal() {  # reveal NAME TIMEOUT ARGS...
   [ "$t" -gt "$l" ] && t=$l
   rm -f "$out/reveal/.rss"
   local t0; t0=$(date +%s.%N)
-  timeout "$t" "${timev[@]}" "$bin" reveal --json "$@" >"$out/reveal/$name.json" 2>"$out/reveal/$name.err"
+  timeout "$t" "${timev[@]}" "$bin" reveal --json --warmup --timings "$@" >"$out/reveal/$name.json" 2>"$out/reveal/$name.err"
   local rc=$?
   local rss; rss=$(tail -n1 "$out/reveal/.rss" 2>/dev/null)
   echo "$name rc=$rc $(awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a-b}")s maxrss=${rss:-?}KB" >>"$out/reveal/times.txt"
@@ -69,13 +74,13 @@ fi
 # bf16 first: M = 1 (a GEMV with a bf16 output, counted in windows of 256
 # units) and the M where the table shows GemmEx changing
 if part gemmex; then
-  for M in 1 8 64 128 256 257 1024 4096; do
-    reveal "gemmex-bf16-k7168-m$M" 60 --subject cublas:gemmex-bf16 --input bf16 --m "$M" --k 7168 --n 2048
+  for M in ${MXBI_GEMMEX_M:-1 8 64 128 256 257 1024 4096}; do
+    reveal "gemmex-bf16-k7168-m$M" 120 --subject cublas:gemmex-bf16 --input bf16 --m "$M" --k 7168 --n 2048
   done
 fi
 if part sgemm; then
-  for K in 7168 2048; do
-    for M in 1 2 4 8 16 17 32 33 64 128 256 257 1024 4096; do
+  for K in ${MXBI_SGEMM_K:-7168 2048}; do
+    for M in ${MXBI_SGEMM_M:-1 2 4 8 16 17 32 33 64 128 256 257 1024 4096}; do
       reveal "sgemm-k$K-m$M" 40 --subject cublas:sgemm --m "$M" --k "$K" --n 2048
     done
   done

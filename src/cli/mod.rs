@@ -33,6 +33,7 @@ pub mod fuzz;
 mod gemm;
 mod mx_table;
 mod op;
+mod reveal_files;
 pub mod subjects;
 
 use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};

@@ -1,11 +1,13 @@
 //! Helpers shared by the integration tests: temporary folders, copies of
 //! the committed captures, resealing a capture's manifest after an edit,
-//! the seed of the sampled cast replay, and (`bad_input`) building bad
-//! inputs and running the binary on them.
+//! the seed of the sampled cast replay, (`bad_input`) building bad inputs
+//! and running the binary on them, and (`reveal_runner`) an emulated
+//! runner of `mxbi reveal gen|solve` folders.
 
 #![allow(dead_code)] // each test crate uses its own subset
 
 pub mod bad_input;
+pub mod reveal_runner;
 
 use mxbi::device::capture::{sha256_hex, Manifest};
 use std::path::{Path, PathBuf};
