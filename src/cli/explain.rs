@@ -504,7 +504,19 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
     let case = super::bi_case::load(case_path)?;
     let base = case_path.parent().unwrap_or(Path::new("."));
     let spec = resolve_spec(&case.subject, base);
-    let subject = super::bi::parse_subject(&spec)?;
+    let mut subject = super::bi::parse_subject(&spec)?;
+    // a subject setting (op: scale kinds, world size) builds the subject
+    // under it, as `bi run CASE` does
+    let knobs = case.knobs.unwrap_or_default();
+    if !knobs.is_empty() {
+        let s = super::subjects::subject_from_spec(&spec, &knobs).map_err(|e| CliError(format!("knobs: {e}")))?;
+        subject = super::bi::ParsedSubject {
+            input: s.input(),
+            boundaries: s.m_boundaries(),
+            subject: s,
+            kept: None,
+        };
+    }
     let vs = case
         .vs
         .as_ref()
@@ -612,39 +624,67 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
             ))
         }
     };
-    let run = |s: &dyn Subject, ids: &[u64], at: usize, rank: usize| -> Result<Vec<f32>> {
-        let a = rows.batch(ids);
+    // rank 0 is the copy `run` answers, as the checker asks it
+    let run = |s: &dyn Subject, a: &[f32], at: usize, rank: usize| -> Result<Vec<f32>> {
         let p = Problem {
-            a: Matrix::F32(&a),
+            a: Matrix::F32(a),
             b: Matrix::F32(&rows.b),
-            m: ids.len(),
+            m: a.len() / k,
             n,
             k,
             b_layout: BLayout::Kn,
         };
-        Ok(s.run_on_rank(&p, rank, Some(&[at]))?)
+        Ok(if rank == 0 {
+            s.run(&p, Some(&[at]))?
+        } else {
+            s.run_on_rank(&p, rank, Some(&[at]))?
+        })
     };
-    let left = run(subject.subject.as_ref(), &b_ids, bi, b_rank)?;
+    let (a_left, a_right) = (rows.batch(&b_ids), rows.batch(&v_ids));
+    let left = run(subject.subject.as_ref(), &a_left, bi, b_rank)?;
     let other: &dyn Subject = match (family, &vs) {
         (Family::Switch, Some(v)) => v.subject.as_ref(),
         (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
         _ => subject.subject.as_ref(),
     };
-    let right = run(other, &v_ids, vi, v_rank)?;
+    let right = run(other, &a_right, vi, v_rank)?;
+    // an op subject (op:, nccl:): the two sides explained with the op's
+    // provenance (src/cli/explain_op.rs)
+    let vs_spec = case.vs.as_ref().map(|v| resolve_spec(v, base));
+    let side = |subject, a, at, rank, bytes| super::explain_op::Side {
+        subject,
+        a,
+        at,
+        rank,
+        bytes,
+    };
+    let explained = super::explain_op::for_cell(
+        (&spec, &knobs),
+        (family == Family::Switch).then_some(vs_spec.as_deref()),
+        &side(subject.subject.as_ref(), &a_left, bi, b_rank, &left),
+        &side(other, &a_right, vi, v_rank, &right),
+        &rows.b,
+    )?;
+    // the target row as the subject reads it: an all-gather-matmul's MX
+    // codes and scales, else the f32 values
     let target = rows.row(0);
-    let p = Problem {
-        a: Matrix::F32(&target),
-        b: Matrix::F32(&rows.b),
-        m: 1,
-        n,
-        k,
-        b_layout: BLayout::Kn,
+    let p = match explained.as_ref().and_then(|e| e.mx.as_ref()) {
+        Some(mx) => mx.problem(n),
+        None => Problem {
+            a: Matrix::F32(&target),
+            b: Matrix::F32(&rows.b),
+            m: 1,
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        },
     };
     let entries = match spec.split_once(':') {
         Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
         _ => Vec::new(),
     };
-    let (json_rows, text, ok) = report(
+    let varies = explained.as_ref().and_then(|e| e.varies.clone()).unwrap_or(varies);
+    let (mut json_rows, text, ok) = report(
         &p,
         &[0],
         &left,
@@ -653,6 +693,9 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
         &varies,
         (x.n_tile, x.k_chunk, x.exactness),
     )?;
+    if let (Some(e), Some(row)) = (&explained, json_rows.first_mut()) {
+        row["op"] = e.json.clone();
+    }
     let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
         "BI_PASS"
     } else {
@@ -670,9 +713,15 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
             "cell {cell} on {} ({verdict}): the target row in the baseline batch (observed) vs the variant (vs)",
             subject.subject.name()
         );
+        if let Some(e) = &explained {
+            out!("{}", e.text);
+        }
         out!("{text}");
     }
-    Ok(if ok { Outcome::Held } else { Outcome::Failed })
+    // an op cell is explained by its provenance, other cells by an order
+    // reproducing each side
+    let held = explained.as_ref().map_or(ok, |e| e.held);
+    Ok(if held { Outcome::Held } else { Outcome::Failed })
 }
 
 // ---------------------------------------------------------------- reveal

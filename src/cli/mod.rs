@@ -28,6 +28,7 @@ mod bi_report;
 mod demo;
 mod device;
 mod explain;
+mod explain_op;
 pub mod fuzz;
 mod gemm;
 mod mx_table;

@@ -67,6 +67,20 @@ pub fn subject_from_spec(spec: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, 
 /// `x1_scales`/`x2_scales` knobs do (an option and a knob that disagree are
 /// refused). With options, reports name the subject by the spec as given.
 fn op_subject(spec: &str, arg: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, String> {
+    Ok(Box::new(op_model_of(spec, arg, knobs)?))
+}
+
+/// The CPU op model behind an `op:` or `nccl:` spec under `knobs` (for
+/// `nccl:`, the model its GPUs must reproduce); None for other kinds.
+pub fn op_model(spec: &str, knobs: &Knobs) -> Option<Result<OpSubject, String>> {
+    match spec.split_once(':') {
+        Some(("op", arg)) => Some(op_model_of(spec, arg, knobs)),
+        Some(("nccl", arg)) => Some(crate::device::nccl_subject::NcclSpec::parse(arg).and_then(|n| n.model(knobs))),
+        _ => None,
+    }
+}
+
+fn op_model_of(spec: &str, arg: &str, knobs: &Knobs) -> Result<OpSubject, String> {
     let mut parts = arg.split(',');
     let preset = parts.next().unwrap_or("");
     let mut paths = None;
@@ -104,11 +118,11 @@ fn op_subject(spec: &str, arg: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, 
         }
     }
     let s = OpSubject::with_paths(preset, paths, &knobs)?;
-    Ok(Box::new(if seen.is_empty() {
+    Ok(if seen.is_empty() {
         s
     } else {
         s.labelled(spec.to_string())
-    }))
+    })
 }
 
 /// Reads a dispatch table file (bounded before reading).

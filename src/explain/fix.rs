@@ -35,6 +35,10 @@ pub enum Fix {
     /// Use the same output conversion / scale point / step arithmetic on
     /// both sides.
     SameNumerics { order: Order },
+    /// A cross-rank reduction: add the ranks' partial sums in this one rank
+    /// order for every chunk and every run, instead of an order that
+    /// depends on the chunk's owner (ring) or is drawn per run.
+    FixedRankOrder { ranks: Vec<usize> },
 }
 
 /// Whether the tree difference is a change of how K is cut and combined.

@@ -125,6 +125,11 @@ impl fmt::Display for Fix {
                 f,
                 "use the same step arithmetic, scale point and output conversion on both sides ({order})"
             ),
+            Fix::FixedRankOrder { ranks } => write!(
+                f,
+                "add the ranks' partial sums in one fixed order ({}) for every chunk and every run, not in an order that depends on the chunk's owner or the run",
+                ranks.iter().map(|r| format!("r{r}")).collect::<Vec<_>>().join(", ")
+            ),
         }
     }
 }

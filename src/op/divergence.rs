@@ -67,6 +67,10 @@ pub struct OpDivergence {
     pub nodes: Vec<FirstNode>,
     /// The mechanism, in words (one sentence per axis).
     pub mechanism: Vec<String>,
+    /// Axes the records differ on where no value differs on these inputs
+    /// (a scale point that re-rounds no element, an x1 re-rounding that
+    /// changes no value), in words.
+    pub latent: Vec<String>,
 }
 
 /// The K of the row's GEMM (or reduction) and whether its inputs are MX.
@@ -162,25 +166,58 @@ pub fn diverge(
     b: &RowProvenance,
     col: Option<usize>,
 ) -> Result<OpDivergence> {
-    let (k, mx) = k_of(spec);
+    let job = Job { spec, inputs };
+    diverge_jobs(job, a, job, b, col)
+}
+
+/// The op run one copy of a row comes from: its spec and, for the operand
+/// analysis, its inputs.
+#[derive(Clone, Copy)]
+pub struct Job<'a> {
+    pub spec: &'a OpSpec,
+    pub inputs: Option<&'a Inputs>,
+}
+
+/// [`diverge`] for copies from two runs of the op (two batches of one
+/// batch-invariance cell: the same K, N and weights, other rows or another
+/// batch size): `a` is a row of `ja`'s run, `b` of `jb`'s. Their global
+/// rows index their own run's x1. Axes the records differ on without
+/// changing a value on these inputs are named as such (a latent
+/// difference), not as a diverging node.
+pub fn diverge_jobs(
+    ja: Job,
+    a: &RowProvenance,
+    jb: Job,
+    b: &RowProvenance,
+    col: Option<usize>,
+) -> Result<OpDivergence> {
+    let (k, mx) = k_of(ja.spec);
+    if k_of(jb.spec) != (k, mx) {
+        return Err(OpError::Spec(
+            "the two copies come from ops of different K or input kinds".into(),
+        ));
+    }
     let mut nodes = Vec::new();
     let mut mechanism = Vec::new();
+    let mut latent = Vec::new();
     let side = |p: &RowProvenance| format!("rank {} ({})", p.rank, p.path.to_uppercase());
     // 1. operands re-rounded by a path (all-gather-matmul with inputs)
-    if let (OpSpec::AllGatherMatmul(s), Some(inp), true) = (spec, inputs, mx) {
-        let o = agmm::read(s, inp)?;
-        let (pa, pb) = (path_of(s, a), path_of(s, b));
+    if let (OpSpec::AllGatherMatmul(sa), OpSpec::AllGatherMatmul(sb), Some(ia), Some(ib), true) =
+        (ja.spec, jb.spec, ja.inputs, jb.inputs, mx)
+    {
+        let (oa, ob) = (agmm::read(sa, ia)?, agmm::read(sb, ib)?);
+        let (pa, pb) = (path_of(sa, a), path_of(sb, b));
         if pa.scale_point != pb.scale_point {
             let j = col.unwrap_or(0);
-            if j >= s.n {
-                return Err(OpError::Shape(format!("column {j} is out of range (N = {})", s.n)));
+            if j >= sa.n.min(sb.n) {
+                return Err(OpError::Shape(format!("column {j} is out of range (N = {})", sa.n)));
             }
-            let (xa, xb) = (x2_column(s, pa, &o, j)?, x2_column(s, pb, &o, j)?);
-            if let Some((blk, d, sa, sb)) = first_block(&xa, &xb) {
+            let (xa, xb) = (x2_column(sa, pa, &oa, j)?, x2_column(sb, pb, &ob, j)?);
+            if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
                 let k0 = blk * MX_BLOCK;
                 let order = super::parse_order("order", &pa.order)?;
                 let (node, at) = consumer(&order, k, mx, k0);
-                let given = o_scale(s, &o, blk, j);
+                let given = o_scale(sa, &oa, blk, j);
                 nodes.push(FirstNode {
                     kind: NodeKind::X2Operand,
                     node,
@@ -193,9 +230,9 @@ pub fn diverge(
                         k0 + MX_BLOCK - 1,
                         pow(given),
                         side(a),
-                        pow(sa),
+                        pow(sca),
                         side(b),
-                        pow(sb)
+                        pow(scb)
                     ),
                 });
                 mechanism.push(format!(
@@ -205,21 +242,32 @@ pub fn diverge(
                     side(b),
                     pb.scale_point
                 ));
+            } else {
+                latent.push(format!(
+                    "{} applies x2's scales at '{}', {} at '{}', but both read every value of x2 column {j} the same (no element is re-rounded on these inputs)",
+                    side(a),
+                    pa.scale_point,
+                    side(b),
+                    pb.scale_point
+                ));
             }
         }
-        if pa.x1_requant != pb.x1_requant {
-            let (xa, xb) = (x1_row(s, pa, &o, a.global_row)?, x1_row(s, pb, &o, b.global_row)?);
-            if let Some((blk, d, sa, sb)) = first_block(&xa, &xb) {
+        // x1 re-rounded with its shard's scale: on one path (a path
+        // split), or on both with different shards (content coupling
+        // across two batches)
+        if pa.x1_requant.is_some() || pb.x1_requant.is_some() {
+            let (xa, xb) = (x1_row(sa, pa, &oa, a.global_row)?, x1_row(sb, pb, &ob, b.global_row)?);
+            if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
                 let k0 = blk * MX_BLOCK;
                 let order = super::parse_order("order", &pa.order)?;
                 let (node, at) = consumer(&order, k, mx, k0);
-                let shard = b.global_row / s.m_per_rank;
-                let read = |p: &RowProvenance, path: &PathSpec, x: u8| {
+                let read = |p: &RowProvenance, s: &AgmmSpec, path: &PathSpec, x: u8| {
                     if path.x1_requant.is_some() {
                         format!(
-                            "{} reads it at scale {} (the largest over the rows of shard {shard})",
+                            "{} reads it at scale {} (the largest over the rows of shard {})",
                             side(p),
-                            pow(x)
+                            pow(x),
+                            p.global_row / s.m_per_rank
                         )
                     } else {
                         format!("{} at its own scale {}", side(p), pow(x))
@@ -236,12 +284,21 @@ pub fn diverge(
                         "x1 row {}, K-block {blk} (k {k0}..{}): {}, {}: {d} of {MX_BLOCK} element values differ",
                         a.global_row,
                         k0 + MX_BLOCK - 1,
-                        read(a, pa, sa),
-                        read(b, pb, sb)
+                        read(a, sa, pa, sca),
+                        read(b, sb, pb, scb)
                     ),
                 });
-                mechanism.push(format!(
-                    "content coupling: {} re-rounds x1 with a scale shared by the rows of the row's shard, so the row's bytes depend on the other rows' content",
+                mechanism.push(if pa.x1_requant == pb.x1_requant {
+                    "content coupling: both copies re-round x1 with a scale shared by the rows of their shard, and those rows differ between the two batches, so the row's bytes depend on the other rows' content".to_string()
+                } else {
+                    format!(
+                        "content coupling: {} re-rounds x1 with a scale shared by the rows of the row's shard, so the row's bytes depend on the other rows' content",
+                        side(if pb.x1_requant.is_some() { b } else { a })
+                    )
+                });
+            } else if pa.x1_requant != pb.x1_requant {
+                latent.push(format!(
+                    "{} re-rounds x1 with a scale shared by the rows of its shard, but no value of this row changes by it on these inputs",
                     side(if pb.x1_requant.is_some() { b } else { a })
                 ));
             }
@@ -355,6 +412,7 @@ pub fn diverge(
         column: col,
         nodes,
         mechanism,
+        latent,
     })
 }
 
@@ -375,7 +433,7 @@ impl fmt::Display for OpDivergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let desc = |p: &RowProvenance| {
             format!(
-                "rank {} row {} ({}, {}{})",
+                "rank {} row {} ({}, {}{}{})",
                 p.rank,
                 p.row,
                 p.path.to_uppercase(),
@@ -383,7 +441,8 @@ impl fmt::Display for OpDivergence {
                 p.scale_point
                     .as_ref()
                     .map(|s| format!(", x2 scales at {s}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                p.reduction.as_ref().map(|r| format!(", {r}")).unwrap_or_default()
             )
         };
         writeln!(f, "{} vs {}:", desc(&self.left), desc(&self.right))?;
@@ -400,6 +459,9 @@ impl fmt::Display for OpDivergence {
         }
         for m in &self.mechanism {
             writeln!(f, "  mechanism: {m}")?;
+        }
+        for l in &self.latent {
+            writeln!(f, "  latent (no value differs on these inputs): {l}")?;
         }
         Ok(())
     }

@@ -124,6 +124,22 @@ impl ReduceSubject {
         self.world_size
     }
 
+    /// The op spec of a job of `m` rows (K sharded over the ranks, the
+    /// rows chunked as [`ReduceSubject::run_rows`] does).
+    pub fn op_spec(&self, m: usize, k: usize, n: usize) -> OpSpec {
+        let spec = ReduceSpec {
+            m,
+            k,
+            n,
+            ..self.template.clone()
+        };
+        if self.scatter {
+            OpSpec::MatmulReduceScatter(spec)
+        } else {
+            OpSpec::MatmulAllReduce(spec)
+        }
+    }
+
     /// The element type of the partial order's steps.
     pub fn input(&self) -> InType {
         self.order.mma().map_or(InType::F32, |m| m.input)

@@ -38,7 +38,7 @@ use super::agmm::{self, AgmmSpec, Operands, Prepared};
 use super::coupling::{quantize_activation, QuantSpec};
 use super::path_sets::PathSet;
 use super::reduce_subject::ReduceSubject;
-use super::{matmul_values, parse_order, presets, OpSpec};
+use super::{matmul_values, parse_order, presets, Inputs, OpSpec, Tensor};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::InType;
@@ -457,6 +457,59 @@ impl OpSubject {
             c2: pb.c2.clone(),
             s2: pb.s2.clone(),
         })
+    }
+
+    /// The job as the op itself reads it: the op spec (M rows sharded or
+    /// chunked over the ranks as [`Subject::run_on_rank`] does) and its
+    /// inputs in the op's own bytes (all-gather-matmul: the codes and
+    /// scales of [`OpSubject::agmm_job`]; reduce and quant ops: the f32
+    /// values, B as `[K, N]`). `crate::op::run_op` on it gives the same
+    /// rows as the subject, with their provenance records.
+    pub fn op_job(&self, p: &Problem) -> Result<(OpSpec, Inputs), SubjectError> {
+        let mut inp = Inputs::default();
+        let f32_of = |x: &Matrix, what: &str| match x {
+            Matrix::F32(v) => Ok(v.to_vec()),
+            Matrix::Mx { .. } => Err(self.unsupported(format!("{what}: expected f32 values, got MX codes"))),
+        };
+        // B as [K, N]
+        let b_kn = |b: Vec<f32>| match p.b_layout {
+            BLayout::Kn => b,
+            BLayout::Nk => (0..p.k * p.n).map(|i| b[(i % p.n) * p.k + i / p.n]).collect(),
+        };
+        let spec = match &self.kind {
+            Kind::Agmm(_) => {
+                let j = self.agmm_job(p)?;
+                for (name, shape, _) in j.spec.input_shapes() {
+                    let v = match name.as_str() {
+                        "x1" => &j.c1,
+                        "x2" => &j.c2,
+                        "x1_scales" => &j.s1,
+                        _ => &j.s2,
+                    };
+                    inp.insert(&name, Tensor::u8(shape, v.clone()));
+                }
+                OpSpec::AllGatherMatmul(j.spec)
+            }
+            Kind::Reduce(r) => {
+                let spec = r.op_spec(p.m, p.k, p.n);
+                inp.insert("x1", Tensor::f32(vec![p.m, p.k], f32_of(&p.a, "A")?));
+                inp.insert("x2", Tensor::f32(vec![p.k, p.n], b_kn(f32_of(&p.b, "B")?)));
+                spec
+            }
+            Kind::Quant(t) => {
+                let spec = QuantSpec {
+                    m: p.m,
+                    k: p.k,
+                    n: p.n,
+                    ..(**t).clone()
+                };
+                inp.insert("x", Tensor::f32(vec![p.m, p.k], f32_of(&p.a, "A")?));
+                inp.insert("w", Tensor::f32(vec![p.k, p.n], b_kn(f32_of(&p.b, "B")?)));
+                OpSpec::QuantMatmul(spec)
+            }
+        };
+        spec.validate().map_err(|e| self.op_err(e))?;
+        Ok((spec, inp))
     }
 
     fn run_agmm(
