@@ -70,7 +70,7 @@ fn reveal_recovers_every_f32_family() {
         "fma;split=4;out=f16",
     ] {
         let r = reveals_exactly(spec, opts(8, 128, 64, InType::F32));
-        assert_eq!(r.scheme, explain::reveal::Scheme::RowsColumns, "{spec}");
+        assert_eq!(r.scheme, explain::reveal::Scheme::Lines, "{spec}");
     }
 }
 
@@ -96,7 +96,7 @@ fn reveal_recovers_tensor_core_families() {
 fn reveal_counts_in_windows_when_the_output_rounds() {
     let r = reveals_exactly("fma;split=2;out=bf16", opts(32, 320, 32, InType::F32));
     assert_eq!(r.window, 256);
-    assert_eq!(r.scheme, explain::reveal::Scheme::RowsColumns);
+    assert_eq!(r.scheme, explain::reveal::Scheme::Lines);
     // narrow inputs keep the diagonal scheme, windowed too
     let r = reveals_exactly("hopper-f16;out=bf16", opts(16, 320, 16, InType::F16));
     assert_eq!(r.window, 256);
@@ -111,7 +111,7 @@ fn reveal_counts_in_windows_when_the_output_rounds() {
 #[test]
 fn reveal_a_gemv_whose_bf16_output_rounds_the_counts() {
     let r = reveals_exactly("fma;out=bf16", opts(1, 7168, 2048, InType::F32));
-    assert_eq!((r.window, r.scheme), (256, explain::reveal::Scheme::RowsColumns));
+    assert_eq!((r.window, r.scheme), (256, explain::reveal::Scheme::Lines));
     // one launch answers N windowed probes: 7167 pairs x 28 windows
     assert!(r.launches <= 7167 * 28 / 2048 + 4, "{}", r.launches);
     for spec in ["fma;lanes=16;out=bf16", "hopper-bf16;split=2;out=bf16"] {

@@ -90,6 +90,15 @@ pub struct RevealDirect {
     pub shape: RevealShape,
     #[arg(long)]
     pub json: bool,
+    /// Print wall seconds per phase (calibration, probe launches, answer
+    /// reading, checks, shape matching, verification) on stderr.
+    #[arg(long)]
+    pub timings: bool,
+    /// Run one untimed launch of the subject at the reveal's shape first
+    /// (a GPU subject's first call loads its kernels), as FPRev's timed
+    /// comparison does; not counted in `launches`.
+    #[arg(long)]
+    pub warmup: bool,
 }
 
 #[derive(Args, Debug)]
@@ -752,12 +761,62 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
         .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
     let parsed = super::bi::parse_subject(spec)?;
     let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
-    let r = match mx_input(a.direct.shape.input.as_deref()) {
-        Some(f) => explain::reveal_mx(parsed.subject.as_ref(), o, f)?,
-        None => explain::reveal(parsed.subject.as_ref(), o)?,
+    let mx = mx_input(a.direct.shape.input.as_deref());
+    let subject = parsed.subject.as_ref();
+    let t0 = std::time::Instant::now();
+    if a.direct.warmup {
+        warm_up(subject, &o, mx)?;
+    }
+    let warm = t0.elapsed().as_secs_f64();
+    let r = match mx {
+        Some(f) => explain::reveal_mx(subject, o, f)?,
+        None => explain::reveal(subject, o)?,
     };
+    if a.direct.timings {
+        if a.direct.warmup {
+            super::write_stderr_line(&format!("reveal timing: warm-up launch (not counted) {warm:.3} s"));
+        }
+        for (what, secs) in &r.timings {
+            super::write_stderr_line(&format!("reveal timing: {what} {secs:.3} s"));
+        }
+    }
     print_revealed(&r, a.direct.json)?;
     Ok(outcome(&r))
+}
+
+/// One launch of zeros at the reveal's shape (its answer is not used).
+fn warm_up(subject: &dyn Subject, o: &RevealOptions, mx: Option<MxFormat>) -> Result<()> {
+    let (a, b) = (vec![0f32; o.m * o.k], vec![0f32; o.k * o.n]);
+    let (ca, cb) = (vec![0u8; o.m * o.k], vec![0u8; o.k * o.n]);
+    let blocks = o.k / crate::gemm::MX_BLOCK;
+    let (sa, sb) = (vec![127u8; o.m * blocks], vec![127u8; blocks * o.n]);
+    let (a, b) = match mx {
+        None => (Matrix::F32(&a), Matrix::F32(&b)),
+        Some(format) => (
+            Matrix::Mx {
+                codes: &ca,
+                scales: &sa,
+                format,
+            },
+            Matrix::Mx {
+                codes: &cb,
+                scales: &sb,
+                format,
+            },
+        ),
+    };
+    let p = Problem {
+        a,
+        b,
+        m: o.m,
+        n: o.n,
+        k: o.k,
+        b_layout: BLayout::Kn,
+    };
+    subject
+        .run(&p, None)
+        .map(|_| ())
+        .map_err(|e| CliError(format!("reveal --warmup: {e}")))
 }
 
 const REVEAL_SCHEMA: &str = "mxbi-reveal/1";

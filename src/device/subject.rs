@@ -251,17 +251,31 @@ mod on_gpu {
         }
         let bt = match p.b_layout {
             BLayout::Nk => b.to_vec(),
-            BLayout::Kn => {
-                let mut t = vec![0f32; n * k];
-                for kk in 0..k {
-                    for j in 0..n {
-                        t[j * k + kk] = b[kk * n + j];
-                    }
-                }
-                t
-            }
+            BLayout::Kn => transpose(b, k, n),
         };
         Ok((a, bt))
+    }
+
+    /// `[rows][cols]` -> `[cols][rows]`, in 64 x 64 blocks (a K x N
+    /// weight of 4096 x 4096 is 64 MiB: a plain strided loop misses the
+    /// cache on every write), output rows in parallel.
+    fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+        use rayon::prelude::*;
+        const T: usize = 64;
+        let mut t = vec![0f32; rows * cols];
+        t.par_chunks_mut(T * rows).enumerate().for_each(|(cb, out)| {
+            let c0 = cb * T;
+            let cn = out.len() / rows;
+            for r0 in (0..rows).step_by(T) {
+                for r in r0..(r0 + T).min(rows) {
+                    let src = &x[r * cols + c0..r * cols + c0 + cn];
+                    for (c, &v) in src.iter().enumerate() {
+                        out[c * rows + r] = v;
+                    }
+                }
+            }
+        });
+        t
     }
 
     fn select(all: Vec<f32>, n: usize, m: usize, rows: Option<&[usize]>, name: &str) -> Result<Vec<f32>, SubjectError> {
@@ -412,11 +426,17 @@ mod on_gpu {
         state: Mutex<Guarded>,
     }
 
-    fn bytes_of(dt: Dtype, vals: &[f32], codes: &[u16]) -> Vec<u8> {
+    /// The device bytes of the inputs (little-endian, as the GPU reads
+    /// them; borrowed without a copy on a little-endian host).
+    fn bytes_of<'a>(dt: Dtype, vals: &'a [f32], codes: &'a [u16]) -> std::borrow::Cow<'a, [u8]> {
+        use std::borrow::Cow;
+        let little = cfg!(target_endian = "little");
         match dt {
-            Dtype::F32 => vals.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            Dtype::Bf16 => codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
-            Dtype::E4m3 => codes.iter().map(|&c| c as u8).collect(),
+            Dtype::F32 if little => Cow::Borrowed(bytemuck::cast_slice(vals)),
+            Dtype::F32 => Cow::Owned(vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            Dtype::Bf16 if little => Cow::Borrowed(bytemuck::cast_slice(codes)),
+            Dtype::Bf16 => Cow::Owned(codes.iter().flat_map(|c| c.to_le_bytes()).collect()),
+            Dtype::E4m3 => Cow::Owned(codes.iter().map(|&c| c as u8).collect()),
         }
     }
 
@@ -518,7 +538,7 @@ mod on_gpu {
             if !reuse {
                 let codes = exact_codes(ty, &bt).map_err(|e| unsupported(format!("B {e}")))?;
                 let w = stream
-                    .clone_htod(&bytes_of(dt, &bt, &codes))
+                    .clone_htod(bytes_of(dt, &bt, &codes).as_ref())
                     .map_err(driver_err("upload weights"))
                     .map_err(dev)?;
                 let blk = if case.scaling() == Scaling::Vec128Blk128 {
@@ -541,15 +561,23 @@ mod on_gpu {
             }
             let a_codes = exact_codes(ty, a).map_err(|e| unsupported(format!("A {e}")))?;
             let mut d_x = stream
-                .clone_htod(&bytes_of(dt, a, &a_codes))
+                .clone_htod(bytes_of(dt, a, &a_codes).as_ref())
                 .map_err(driver_err("upload activations"))
                 .map_err(dev)?;
             let out_size = case.output().size();
             // 0xFF sentinel (NaN in f32 and bf16): an output the call leaves
             // unwritten cannot pass for one it wrote
-            let mut d_y = stream
-                .clone_htod(&vec![0xFFu8; m * n * out_size])
+            let y_bytes = m * n * out_size;
+            // SAFETY: the allocation is filled by the memset below before
+            // anything reads it
+            let mut d_y: CudaSlice<u8> = unsafe { stream.alloc(y_bytes) }
                 .map_err(driver_err("allocate output"))
+                .map_err(dev)?;
+            let y_ptr = raw_mut(&mut d_y, &stream);
+            // SAFETY: y_ptr is d_y's device pointer, y_bytes its size, on
+            // the stream it was allocated on
+            unsafe { cudarc::driver::result::memset_d8_async(y_ptr, 0xFF, y_bytes, stream.cu_stream()) }
+                .map_err(driver_err("fill output sentinel"))
                 .map_err(dev)?;
             // activation block scales, for M and for the pin's problem
             let act_rows = m.max(PIN_M);
@@ -617,7 +645,13 @@ mod on_gpu {
                 .clone_dtoh(&d_y)
                 .map_err(driver_err("download output"))
                 .map_err(dev)?;
-            let unwritten = host.chunks(out_size).filter(|c| c.iter().all(|&b| b == 0xFF)).count();
+            let unwritten = match out_size {
+                4 => host
+                    .chunks_exact(4)
+                    .filter(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) == u32::MAX)
+                    .count(),
+                _ => host.chunks(out_size).filter(|c| c.iter().all(|&b| b == 0xFF)).count(),
+            };
             if unwritten > 0 {
                 return Err(SubjectError::Failed {
                     subject: name.clone(),

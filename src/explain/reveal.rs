@@ -11,20 +11,20 @@
 //! multi-term (tensor-core) sum truncates the units it aligns to `B`, so it
 //! shows up as one node with many children.
 //!
-//! Many probes per launch: with plain f32/bf16/f16 inputs row i of A holds
-//! `+B` at `p_i` and column j of B holds `-B` at `q_j`, so one GEMM answers
-//! the `M x N` probes `(p_i, q_j)` ("rows x columns"). FP8 inputs lack the
-//! range for that (a product of one large and one small element is not far
-//! enough from a unit), so both factors carry the large values and only the
-//! diagonal elements are probes ("diagonal"). MX inputs carry the large
-//! values in the block scales instead (one unit per block, [`reveal_mx`]).
+//! Many probes per launch: with f32/bf16 inputs every line (column of B, or
+//! row of A when M > N) holds a whole probe and the other operand is all
+//! units, so one GEMM answers `max(M, N)` arbitrary probes ("lines"; a
+//! GEMV answers N). f16 and FP8 inputs lack the range for that (a product
+//! of one large and one small element is not far enough from a unit), so
+//! both factors carry the large values and only the diagonal elements are
+//! probes ("diagonal"). MX inputs carry the large values in the block
+//! scales instead (one unit per block, [`reveal_mx`]).
 //!
 //! An output format that rounds the counts (bf16, f16 outputs) is detected
 //! by a calibration launch (its sizes laid out along the longer of rows and
 //! columns, so a GEMV is calibrated too); then each probe counts the units
 //! of one window of at most the exactly countable size, and the windows are
-//! added up. Windowed rows x columns probes share one `p` per launch and
-//! lie along the longer axis (a GEMV answers N windows per launch).
+//! added up (a windowed probe is one line too).
 //!
 //! Memory: every answer is tallied against its probe (the pair and its
 //! window), so what is kept grows with the distinct probes (at most
@@ -38,12 +38,10 @@
 //! are probed together, packed into as few launches as fit `M x N`.
 //!
 //! # Checks and the order
-//! Every answer of every requested probe (also the repeats that fill
-//! unused rows and columns, at every position) is checked against the
-//! recovered tree, and so is a bounded, deterministic sample of the answers
-//! nobody asked for (another set's `p` against a column's `q`): positions
-//! whose answers disagree are reported (a kernel that reduces column tiles
-//! or rows differently). The recovered shape is matched against the
+//! Every answer (each probe's line answers it once per row or column, and
+//! lines beyond the probes repeat them at other positions) is checked
+//! against the recovered tree: positions whose answers disagree are
+//! reported (a kernel that reduces column tiles or rows differently). The recovered shape is matched against the
 //! candidate family; the shape-matching candidates are then told apart by
 //! their bytes on random inputs of the subject's type (FPRev's
 //! `random_test`, here deciding the numerics a shape cannot show: fma vs
@@ -79,7 +77,7 @@ pub struct RevealOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheme {
-    RowsColumns,
+    Lines,
     Diagonal,
 }
 
@@ -118,10 +116,8 @@ pub struct Revealed {
     pub distinct_probes: usize,
     /// The recovered summation-tree shape.
     pub shape: Shape,
-    /// Probe answers checked against the recovered tree: every answer of a
-    /// requested probe, wherever it sat, and a bounded, deterministic
-    /// sample of the answers nobody asked for (another row's `p` against a
-    /// column's `q` in a launch shared by several sets).
+    /// Probe answers checked against the recovered tree: every answer,
+    /// wherever it sat.
     pub checked: usize,
     /// Positions whose answers contradict it (at most 16 listed).
     pub disagreements: Vec<Disagreement>,
@@ -136,6 +132,10 @@ pub struct Revealed {
     pub equivalent: Vec<Order>,
     /// Output elements compared in the verification launch.
     pub verified_elements: usize,
+    /// Wall seconds per phase, in order (not serialized: the JSON output
+    /// stays the same bytes run to run; `mxbi reveal --timings` prints them).
+    #[serde(skip)]
+    pub timings: Vec<(&'static str, f64)>,
 }
 
 /// Why a reveal stopped.
@@ -166,13 +166,6 @@ pub const MAX_PROBES: usize = 1 << 24;
 /// (as disagreements).
 const MAX_DEVIANT: usize = 1 << 16;
 
-/// Answers of probes nobody asked for (another row's `p` against a
-/// column's `q` in a launch shared by several sets) kept as a sample for
-/// the shared-tree check: at most this many per reveal ...
-const MAX_SAMPLE: usize = 1 << 16;
-/// ... and per launch.
-const SAMPLE_PER_LAUNCH: usize = 1 << 12;
-
 /// The window index of a probe that counts every other term.
 const NO_WINDOW: u32 = u32::MAX;
 
@@ -197,11 +190,8 @@ struct Tallies {
     deviant: HashMap<(Key, u32), (u64, At)>,
     /// Deviant answers beyond [`MAX_DEVIANT`] (counted, not kept).
     overflow: u64,
-    /// A sample of the answers of probes nobody asked for: (where, p, q, measured).
-    sample: Vec<(At, u32, u32, u32)>,
-    /// Every answer received, and the unrequested ones among them.
+    /// Every answer received.
     answers: u64,
-    unrequested: u64,
 }
 
 impl Tallies {
@@ -257,10 +247,10 @@ fn magnitudes(t: InType, mx: bool) -> (f32, f32, Scheme) {
     let p = |e: i32| 2f32.powi(e);
     if mx {
         // the large value lives in the block scale: 2^40 through E8M0
-        return (1.0, p(40), Scheme::RowsColumns);
+        return (1.0, p(40), Scheme::Lines);
     }
     match t {
-        InType::F32 | InType::Bf16 => (1.0, p(40), Scheme::RowsColumns),
+        InType::F32 | InType::Bf16 => (1.0, p(40), Scheme::Lines),
         InType::F16 => (p(-6), p(14), Scheme::Diagonal),
         InType::E4M3 => (p(-9), p(8), Scheme::Diagonal),
         InType::E5M2 => (p(-16), p(15), Scheme::Diagonal),
@@ -361,6 +351,8 @@ struct Prober<'a> {
     window: usize,
     launches: usize,
     tallies: Tallies,
+    /// Seconds building launch inputs, in the subject, and reading answers.
+    spent: [f64; 3],
 }
 
 impl Prober<'_> {
@@ -433,7 +425,7 @@ impl Prober<'_> {
             unit: self.lo as f64 * self.lo as f64,
             kl: self.kl,
             ratio: (self.hi as f64 / self.lo as f64).powi(match self.scheme {
-                Scheme::RowsColumns => 1,
+                Scheme::Lines => 1,
                 Scheme::Diagonal => 2,
             }),
         }
@@ -453,13 +445,20 @@ impl Prober<'_> {
         let mut first = None;
         let mut failed = 0;
         for i in 0..count {
+            let t0 = std::time::Instant::now();
             let (a, b) = build(i);
             let id = self.launches;
-            match self.run(&a, &b) {
+            let t1 = std::time::Instant::now();
+            let ran = self.run(&a, &b);
+            let t2 = std::time::Instant::now();
+            self.spent[0] += (t1 - t0).as_secs_f64();
+            self.spent[1] += (t2 - t1).as_secs_f64();
+            match ran {
                 Ok(out) => {
                     if first.is_none() {
                         take(&mut self.tallies, id, i, &out)?;
                     }
+                    self.spent[2] += t2.elapsed().as_secs_f64();
                 }
                 Err(e) => {
                     failed += 1;
@@ -571,10 +570,13 @@ impl Prober<'_> {
                 crate::limits::show(MAX_PROBES)
             )));
         }
-        match (self.scheme, windowed) {
-            (Scheme::RowsColumns, false) => self.measure_rows_columns(pairs)?,
-            (Scheme::RowsColumns, true) => self.measure_windowed(pairs, nw)?,
-            (Scheme::Diagonal, _) => self.measure_diagonal(pairs, windowed, nw)?,
+        let probes: Vec<Key> = pairs
+            .iter()
+            .flat_map(|&(p, q)| (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
+            .collect();
+        match self.scheme {
+            Scheme::Lines => self.measure_lines(&probes)?,
+            Scheme::Diagonal => self.measure_diagonal(&probes)?,
         }
         let t = &self.tallies;
         let missing = || RevealError::Inconsistent("a probe was not placed".into());
@@ -591,183 +593,93 @@ impl Prober<'_> {
             .collect()
     }
 
-    fn measure_rows_columns(&mut self, pairs: &[(u32, u32)]) -> Result<(), RevealError> {
-        let (m, kl, n, lo, hi) = (self.o.m, self.kl, self.o.n, self.lo, self.hi);
-        // tasks: one p with up to N of its q's
-        let mut by_p: Vec<(u32, Vec<u32>)> = Vec::new();
-        for &(p, q) in pairs {
-            match by_p.last_mut() {
-                Some((lp, qs)) if *lp == p && qs.len() < n => qs.push(q),
-                _ => by_p.push((p, vec![q])),
-            }
-        }
-        // pack tasks into launches: at most M rows and N distinct columns
-        let mut launches: Vec<Vec<usize>> = Vec::new();
-        let mut cols_used = 0;
-        for (t, (_, qs)) in by_p.iter().enumerate() {
-            match launches.last_mut() {
-                Some(l) if l.len() < m && cols_used + qs.len() <= n => {
-                    l.push(t);
-                    cols_used += qs.len();
-                }
-                _ => {
-                    launches.push(vec![t]);
-                    cols_used = qs.len();
-                }
-            }
-        }
-        // a launch: the rows' p's, the columns' q's and, per column, the
-        // row that asked for it; unused rows and columns repeat them
-        let layout = |l: &[usize]| -> (Vec<u32>, Vec<u32>, Vec<usize>) {
-            let rows: Vec<u32> = l.iter().map(|&t| by_p[t].0).collect();
-            let mut cols = Vec::new();
-            let mut owner = Vec::new();
-            for (ri, &t) in l.iter().enumerate() {
-                cols.extend(by_p[t].1.iter().copied());
-                owner.extend(std::iter::repeat_n(ri, by_p[t].1.len()));
-            }
-            (rows, cols, owner)
-        };
-        let ct = self.counter();
-        let name = self.subject.name();
-        self.launch_all(
-            launches.len(),
-            |li| {
-                let (rows, cols, _) = layout(&launches[li]);
-                let mut a = vec![lo; m * kl];
-                for i in 0..m {
-                    a[i * kl + rows[i % rows.len()] as usize] = hi;
-                }
-                let mut b = vec![lo; kl * n];
-                for j in 0..n {
-                    b[cols[j % cols.len()] as usize * n + j] = -hi;
-                }
-                (a, b)
-            },
-            |t, id, li, out| {
-                let (rows, cols, owner) = layout(&launches[li]);
-                let (r0, c0) = (rows.len(), cols.len());
-                let mut local = vec![Local::default(); c0];
-                let mut sampled = 0;
-                for i in 0..m {
-                    let (ri, p) = (i % r0, rows[i % r0]);
-                    for j in 0..n {
-                        let (cj, q) = (j % c0, cols[j % c0]);
-                        if p == q {
-                            continue;
-                        }
-                        let v = out[i * n + j];
-                        let c = ct.count(v).ok_or_else(|| ct.not_a_count(&name, v, p, q, i, j))?;
-                        let l = kl as u32 - c;
-                        if owner[cj] == ri {
-                            local[cj].add(l, at(id, i, j));
-                        } else {
-                            // another row's set: a probe nobody asked for
-                            t.answers += 1;
-                            t.unrequested += 1;
-                            if t.sample.len() < MAX_SAMPLE
-                                && sampled < SAMPLE_PER_LAUNCH
-                                && (i * 31 + j * 17) % 97 == id % 97
-                            {
-                                t.sample.push((at(id, i, j), p, q, l));
-                                sampled += 1;
-                            }
-                        }
-                    }
-                }
-                for (cj, lt) in local.iter().enumerate() {
-                    lt.merge((rows[owner[cj]], cols[cj], NO_WINDOW), t);
-                }
-                Ok(())
-            },
-        )
-    }
-
-    /// Windowed probes with one `p` per launch: the probes (q, window) lie
-    /// along the longer of columns and rows, the other axis repeats them.
-    /// Columns: every row of A is `+B` at p and units elsewhere; column j
-    /// of B is `-B` at q, a unit at p and at the window's terms, 0
-    /// elsewhere, so only the window's units are summed. Rows: the mirror.
-    fn measure_windowed(&mut self, pairs: &[(u32, u32)], nw: usize) -> Result<(), RevealError> {
+    /// One probe per line, along the longer of columns and rows: line s
+    /// holds a whole probe in one operand (`+B` at p, `-B` at q, units at
+    /// the terms it counts: every other term, or its window's; 0 elsewhere)
+    /// and the other operand is all units, so one launch answers
+    /// `max(M, N)` arbitrary probes whatever sets they come from. Lines
+    /// beyond the probes repeat them, and every row (column) of a line
+    /// answers it again: all are checked.
+    fn measure_lines(&mut self, probes: &[Key]) -> Result<(), RevealError> {
         let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
         let cols = n >= m;
         let slots = if cols { n } else { m };
-        let mut launches: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
-        for &(p, q) in pairs {
-            for c in 0..nw as u32 {
-                match launches.last_mut() {
-                    Some((lp, v)) if *lp == p && v.len() < slots => v.push((q, c)),
-                    _ => launches.push((p, vec![(q, c)])),
-                }
-            }
-        }
+        let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
+        // the probe's line in leaf space: `put(x, value)` for every
+        // nonzero term (the line starts as 0, or as units when it counts
+        // every term)
+        let line = |&(p, q, c): &Key, put: &mut dyn FnMut(usize, f32)| {
+            if c != NO_WINDOW {
+                window(p, q, kl, w, c).for_each(|x| put(x as usize, lo));
+            }
+            put(p as usize, hi);
+            put(q as usize, -hi);
+        };
+        let fill = |chunk: &[Key]| {
+            if chunk.iter().any(|k| k.2 != NO_WINDOW) {
+                0f32
+            } else {
+                lo
+            }
+        };
+        let active = |&(p, q, c): &Key| -> u32 {
+            if c == NO_WINDOW {
+                kl as u32 - 2
+            } else {
+                window(p, q, kl, w, c).count() as u32
+            }
+        };
         self.launch_all(
-            launches.len(),
+            chunks.len(),
             |li| {
-                let (p, v) = &launches[li];
-                let (p, used) = (*p as usize, v.len());
+                let chunk = chunks[li];
+                let used = chunk.len();
                 if cols {
-                    let mut a = vec![lo; m * kl];
-                    for i in 0..m {
-                        a[i * kl + p] = hi;
-                    }
-                    let mut b = vec![0f32; kl * n];
+                    let mut b = vec![fill(chunk); kl * n];
                     for j in 0..n {
-                        let (q, c) = v[j % used];
-                        window(p as u32, q, kl, w, c).for_each(|x| b[x as usize * n + j] = lo);
-                        b[p * n + j] = lo;
-                        b[q as usize * n + j] = -hi;
+                        line(&chunk[j % used], &mut |x, v| b[x * n + j] = v);
                     }
-                    (a, b)
+                    (vec![lo; m * kl], b)
                 } else {
-                    let mut b = vec![lo; kl * n];
-                    b[p * n..(p + 1) * n].fill(hi);
-                    let mut a = vec![0f32; m * kl];
+                    let mut a = vec![fill(chunk); m * kl];
                     for i in 0..m {
-                        let (q, c) = v[i % used];
                         let row = &mut a[i * kl..(i + 1) * kl];
-                        window(p as u32, q, kl, w, c).for_each(|x| row[x as usize] = lo);
-                        row[p] = lo;
-                        row[q as usize] = -hi;
+                        line(&chunk[i % used], &mut |x, v| row[x] = v);
                     }
-                    (a, b)
+                    (a, vec![lo; kl * n])
                 }
             },
             |t, id, li, out| {
-                let (p, v) = &launches[li];
-                let used = v.len();
+                let chunk = chunks[li];
+                let used = chunk.len();
+                let act: Vec<u32> = chunk.iter().map(active).collect();
                 let mut local = vec![Local::default(); used];
-                let act: Vec<u32> = v.iter().map(|&(q, c)| window(*p, q, kl, w, c).count() as u32).collect();
                 for i in 0..m {
-                    for j in 0..n {
+                    let row = &out[i * n..(i + 1) * n];
+                    for (j, &v) in row.iter().enumerate() {
                         let s = if cols { j } else { i } % used;
-                        let (q, _) = v[s];
-                        let active = act[s];
-                        let val = out[i * n + j];
                         let got = ct
-                            .count(val)
-                            .filter(|&x| x <= active)
-                            .ok_or_else(|| ct.not_a_count(&name, val, *p, q, i, j))?;
-                        local[s].add(active - got + 2, at(id, i, j));
+                            .count(v)
+                            .filter(|&x| x <= act[s])
+                            .ok_or_else(|| ct.not_a_count(&name, v, chunk[s].0, chunk[s].1, i, j))?;
+                        local[s].add(act[s] - got + 2, at(id, i, j));
                     }
                 }
                 for (s, lt) in local.iter().enumerate() {
-                    lt.merge((*p, v[s].0, v[s].1), t);
+                    lt.merge(chunk[s], t);
                 }
                 Ok(())
             },
         )
     }
 
-    fn measure_diagonal(&mut self, pairs: &[(u32, u32)], windowed: bool, nw: usize) -> Result<(), RevealError> {
+    /// Both factors carry the large values (the narrow types' range), so
+    /// only the diagonal elements are probes: `min(M, N)` per launch.
+    fn measure_diagonal(&mut self, probes: &[Key]) -> Result<(), RevealError> {
         let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
         let slots = m.min(n);
-        let probes: Vec<Key> = pairs
-            .iter()
-            .flat_map(|&(p, q)| (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
-            .collect();
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
@@ -813,7 +725,7 @@ impl Prober<'_> {
     }
 }
 
-/// Every tallied answer and the sample against the recovered tree: (the
+/// Every tallied answer against the recovered tree: (the
 /// disagreeing answers, at most 16 listed by position, and their count).
 fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagreement>, usize) {
     let lca = shape.lca_sizes();
@@ -862,13 +774,6 @@ fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagr
             }
         }
         i = j;
-    }
-    for &(a, p, q, v) in &t.sample {
-        let e = lca.get(p, q);
-        if e != Some(v) {
-            count += 1;
-            bad.push((a, p, q, e.unwrap_or(0), v));
-        }
     }
     bad.sort_unstable();
     let list = bad
@@ -1035,6 +940,59 @@ fn block_shape(o: &Order, k: usize) -> Shape {
     }
 }
 
+/// Wall seconds per phase of one reveal.
+struct Clock {
+    start: std::time::Instant,
+    lap: std::time::Instant,
+    timings: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        let now = std::time::Instant::now();
+        Clock {
+            start: now,
+            lap: now,
+            timings: Vec::new(),
+        }
+    }
+
+    /// Records the time since the last mark as `what`.
+    fn mark(&mut self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.timings.push((what, (now - self.lap).as_secs_f64()));
+        self.lap = now;
+    }
+
+    fn finish(mut self) -> Vec<(&'static str, f64)> {
+        self.timings.push(("total", self.start.elapsed().as_secs_f64()));
+        self.timings
+    }
+}
+
+/// The order with the fields that cannot change its tree's shape set to
+/// one value: the output format (one final rounding) and `muladd` read as
+/// `fma` (a product rounded or not is one leaf either way). Shape matching
+/// compiles one tree per key (test: `shape_key_keeps_the_shape`).
+fn shape_key(o: &Order) -> Order {
+    let mut k = *o;
+    k.out = crate::order::OutFmt::F32;
+    if k.family == crate::order::Family::MulAdd {
+        k.family = crate::order::Family::Fma;
+    }
+    k
+}
+
+/// The shape probes see: the order's tree, or for MX probes its tree over
+/// blocks ([`block_shape`]).
+fn order_shape(o: &Order, k: usize, mx: bool) -> Shape {
+    if mx {
+        block_shape(o, k)
+    } else {
+        Shape::of_tree(&o.compile(k))
+    }
+}
+
 /// Recovers the subject's reduction tree for the launch shape of `o` (see
 /// the module doc).
 pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, RevealError> {
@@ -1076,8 +1034,12 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         window: kl,
         launches: 0,
         tallies: Tallies::default(),
+        spent: [0.0; 3],
     };
+    let mut clock = Clock::start();
     pr.window = pr.calibrate()?;
+    clock.mark("calibration");
+    pr.spent = [0.0; 3];
     // FPRev's recursion, one level per round
     let mut tasks = vec![Task {
         set: (0..kl as u32).collect(),
@@ -1139,15 +1101,21 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         nodes,
         root: Some(root),
     };
-    // every requested probe's answers (tallied) and the sample of the
+    // every answer (tallied per probe) against the recovered tree
     // others against the recovered tree
+    let rounds = clock.lap.elapsed().as_secs_f64();
+    let [built, ran, read] = pr.spent;
+    clock.timings.extend([
+        ("probe inputs built", built),
+        ("probe launches (in the subject)", ran),
+        ("probe answers read and tallied", read),
+        ("tree assembled", rounds - built - ran - read),
+    ]);
+    clock.lap = std::time::Instant::now();
     let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, kl, pr.window);
+    clock.mark("answers checked against the tree");
     let t = &pr.tallies;
-    let (probes, checked, distinct_probes) = (
-        t.answers as usize,
-        (t.answers - t.unrequested) as usize + t.sample.len(),
-        t.first.len(),
-    );
+    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
     // the order: shape-matching candidates told apart by their bytes
     let inputs = if mx.is_some() {
         Inputs::Mx
@@ -1156,18 +1124,28 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     };
     let family = candidates::family(inputs, o.k);
     let canon = shape.canonical();
-    let shape_matches: Vec<Order> = family
-        .iter()
-        .map(|c| c.order)
-        .filter(|ord| {
-            let s = if mx.is_some() {
-                block_shape(ord, o.k)
-            } else {
-                Shape::of_tree(&ord.compile(o.k))
-            };
-            s.canonical() == canon
-        })
-        .collect();
+    let shape_matches: Vec<Order> = {
+        use rayon::prelude::*;
+        // one tree per shape key, compiled in parallel
+        let mut index: HashMap<Order, usize> = HashMap::new();
+        let mut uniq: Vec<Order> = Vec::new();
+        for c in &family {
+            index.entry(shape_key(&c.order)).or_insert_with(|| {
+                uniq.push(shape_key(&c.order));
+                uniq.len() - 1
+            });
+        }
+        let hit: Vec<bool> = uniq
+            .par_iter()
+            .map(|ord| order_shape(ord, o.k, mx.is_some()).canonical() == canon)
+            .collect();
+        family
+            .iter()
+            .map(|c| c.order)
+            .filter(|ord| hit[index[&shape_key(ord)]])
+            .collect()
+    };
+    clock.mark("shape matched against the candidates");
     let mut order = None;
     let mut equivalent = Vec::new();
     let mut verified_elements = 0;
@@ -1203,6 +1181,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     launches: 1,
                     first: e.to_string(),
                 })?;
+                clock.mark("verification launch");
                 let observed = pick(&out);
                 verified_elements = observed.len();
                 identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
@@ -1232,6 +1211,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     launches: 1,
                     first: e.to_string(),
                 })?;
+                clock.mark("verification launch");
                 let observed = pick(&out);
                 verified_elements = observed.len();
                 identify(&p, &rows, &observed, &cands, IdentifyOptions::default())
@@ -1246,6 +1226,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
             order = Some(*first);
             equivalent = rest.to_vec();
         }
+        clock.mark("identify among the shape matches");
     }
     Ok(Revealed {
         m: o.m,
@@ -1266,5 +1247,38 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         order,
         equivalent,
         verified_elements,
+        timings: clock.finish(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shape matching compiles one tree per [`shape_key`]: every order of
+    /// the candidate families has its key's shape.
+    #[test]
+    fn shape_key_keeps_the_shape() {
+        for (inputs, k) in [
+            (Inputs::of_type(InType::F32), 96),
+            (Inputs::of_type(InType::Bf16), 256),
+            (Inputs::of_type(InType::E4M3), 256),
+            (Inputs::Mx, 256),
+        ] {
+            let mx = inputs == Inputs::Mx;
+            let family = candidates::family(inputs, k);
+            let mut keyed = 0;
+            for c in &family {
+                let key = shape_key(&c.order);
+                keyed += usize::from(key != c.order);
+                assert!(
+                    order_shape(&c.order, k, mx).canonical() == order_shape(&key, k, mx).canonical(),
+                    "{} vs its key {}",
+                    c.order,
+                    key
+                );
+            }
+            assert!(keyed > family.len() / 2, "the key merges most of the family: {keyed}");
+        }
+    }
 }

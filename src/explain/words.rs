@@ -178,8 +178,8 @@ impl fmt::Display for RowIdentity {
 impl fmt::Display for Revealed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scheme = match self.scheme {
-            Scheme::RowsColumns => "rows x columns",
-            Scheme::Diagonal => "diagonal",
+            Scheme::Lines => "one probe per column or row",
+            Scheme::Diagonal => "diagonal probes",
         };
         let inputs = match self.mx {
             Some(f) => format!(
@@ -190,7 +190,7 @@ impl fmt::Display for Revealed {
         };
         writeln!(
             f,
-            "revealed at M={} K={} N={} ({inputs}): {} launches, {} probe answers of {} distinct probes ({scheme} probes, {} units counted per probe)",
+            "revealed at M={} K={} N={} ({inputs}): {} launches, {} probe answers of {} distinct probes ({scheme}, {} units counted per probe)",
             self.m,
             self.k,
             self.n,
@@ -202,7 +202,7 @@ impl fmt::Display for Revealed {
         if self.disagreement_count == 0 {
             writeln!(
                 f,
-                "every probe answer checked ({}: all answers of the requested probes, a sample of the rest) agrees with one tree: the positions of a launch share it",
+                "every probe answer ({}, at every position of every launch) agrees with one tree: the positions of a launch share it",
                 self.checked
             )?;
         } else {
