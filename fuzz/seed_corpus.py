@@ -67,7 +67,9 @@ ks = [0, 1, 7, 64, 1000, 4096, 1 << 22, (1 << 22) + 1, 1 << 63]
 specs = [json.loads(l)["spec"] for l in open(rel("reference/orders/parse_vectors.jsonl"))]
 specs += ["hopper-bf16", "hopper-fp8-mma-sync", "ampere-bf16;split=3;reduce=pairwise", "deepgemm-fp8",
           "mma(k=64,f=25,split=mod4,c=late);promote=128;split=3", "blackwell-mxf8f6f4;out=bf16",
-          "fma;split=4/interleave;ktile=64", "fma;ktile=3;tile=fresh;split=5", "fma;lanes=32", "fma;scale=block"]
+          "fma;split=4/interleave;ktile=64", "fma;ktile=3;tile=fresh;split=5", "fma;lanes=32", "fma;scale=block",
+          "fma;lanes=16;ktile=512;tile=fresh;reduce=serial", "muladd;lanes=4;ktile=4;tile=fresh",
+          "hopper-bf16;lanes=2;ktile=64;tile=fresh;reduce=pairwise"]
 for i, s in enumerate(specs):
     put("order_parser", struct.pack("<Q", ks[i % len(ks)]) + s.encode())
 

@@ -64,6 +64,8 @@ fn reveal_recovers_every_f32_family() {
         "fma;lanes=8",
         "muladd;lanes=16;reduce=serial",
         "fma;lanes=4;reduce=pairwise",
+        "fma;lanes=8;ktile=64;tile=fresh;reduce=serial",
+        "muladd;lanes=8;ktile=64;tile=fresh",
         "fma;out=bf16",
         "fma;split=4;out=f16",
     ] {

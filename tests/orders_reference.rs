@@ -29,7 +29,7 @@ use std::io::Read;
 const PINNED: &[(&str, &str)] = &[
     (
         "vectors.jsonl.gz",
-        "adf7f11702d0f1522f29e876bff9a47fac93dbc3a6a6ab16fbcb1868661e7503",
+        "9799e46ecb3504dea1fbc79d5b23f40193863367df2856c5bd22e4369f940bcd",
     ),
     (
         "edge_vectors.jsonl",
@@ -37,7 +37,7 @@ const PINNED: &[(&str, &str)] = &[
     ),
     (
         "parse_vectors.jsonl",
-        "7ab60e3c1e513f9b1491d20fc7d271774e80021113b8d8453a09ed2419a6e4c0",
+        "832d1fb7952561b19907bbd5f71f22d238a51e3abd06ef2447dff3c96e1f0a2c",
     ),
 ];
 

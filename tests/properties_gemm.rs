@@ -141,7 +141,7 @@ fn the_order_strategy_covers_the_grammar() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::new(config(1));
     let s = order();
-    let (mut fam, mut keys) = ([0usize; 3], [0usize; 6]);
+    let (mut fam, mut keys) = ([0usize; 3], [0usize; 7]);
     for _ in 0..2000 {
         let o = s.new_tree(&mut runner).unwrap().current();
         fam[match o.family {
@@ -155,6 +155,7 @@ fn the_order_strategy_covers_the_grammar() {
         keys[3] += (o.tile == mxbi::order::Tile::Fresh) as usize;
         keys[4] += o.promote.is_some() as usize;
         keys[5] += (o.out != mxbi::order::OutFmt::F32) as usize;
+        keys[6] += (o.lanes > 1 && o.tile == mxbi::order::Tile::Fresh) as usize;
     }
     assert!(fam.iter().all(|&c| c > 200), "{fam:?}");
     assert!(keys.iter().all(|&c| c > 50), "{keys:?}");

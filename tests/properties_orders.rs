@@ -11,6 +11,10 @@
 //! - `reduce=pairwise` over at most two parts is `reduce=serial`;
 //! - `lanes=L` with a serial or pairwise reduction is
 //!   `split=L/interleave;ktile=1` (lane l takes k = l mod L);
+//! - lanes cut into fresh k-tiles: `lanes=1;ktile=T;tile=fresh` is
+//!   `ktile=T;tile=fresh`; with T >= K (one tile per lane) it is `lanes=L`
+//!   with the same reduction; `fma` with tiles of one term per lane (T = L)
+//!   is `muladd;lanes=L` (a fresh one-term chain is `RN(+0 + a*b)`);
 //! - promotion without block scales, `fma(1, p, acc) = RN(acc + p)`, is the
 //!   serial sum of fresh tiles of the promotion width;
 //! - `mma(k=2h,...,split=halves)` is the chain of `mma(k=h,...)` steps when
@@ -158,12 +162,61 @@ proptest! {
     /// reduction.
     #[test]
     fn lanes_equal_an_interleaved_split_of_single_k_tiles(
-        o in order().prop_filter("lanes", |o| o.lanes > 1 && o.reduction() != Reduce::Butterfly),
+        o in order().prop_filter("lanes", |o| {
+            o.lanes > 1 && o.reduction() != Reduce::Butterfly && o.tile == Tile::Carry
+        }),
         shape in shapes(),
         seed in any::<u64>(),
     ) {
         let split = reparse(Order { lanes: 1, split: o.lanes, interleave: true, ktile: Some(1), ..o });
         same_bytes(&o, &split, shape, seed)?;
+    }
+
+    /// `lanes=1;ktile=T;tile=fresh` is `ktile=T;tile=fresh`: the same order,
+    /// tree and bytes.
+    #[test]
+    fn one_lane_with_fresh_tiles_is_fresh_tiles(
+        (fam, _) in props::family_spec(),
+        t in 1u32..80,
+        reduce in prop::sample::select(vec!["", ";reduce=serial", ";reduce=pairwise"]),
+        shape in shapes(),
+        seed in any::<u64>(),
+    ) {
+        let one = parse(&format!("{fam};lanes=1;ktile={t};tile=fresh{reduce}"));
+        let tiles = parse(&format!("{fam};ktile={t};tile=fresh{reduce}"));
+        prop_assert_eq!(one, tiles);
+        prop_assert_eq!(one.compile(shape.1), tiles.compile(shape.1), "{}", tiles);
+        same_bytes(&one, &tiles, shape, seed)?;
+    }
+
+    /// Lanes whose fresh k-tile holds all of K are the lanes without tiles
+    /// (each lane one chain), under the same reduction: same tree, same bytes.
+    #[test]
+    fn lanes_with_one_fresh_tile_are_plain_lanes(
+        o in order().prop_filter("lanes, fresh tiles", |o| o.lanes > 1 && o.tile == Tile::Fresh),
+        m in 1usize..4,
+        n in 1usize..5,
+        seed in any::<u64>(),
+    ) {
+        let t = o.ktile.unwrap() as usize;
+        let k = 1 + (seed as usize % t.min(200));
+        let plain = reparse(Order { ktile: None, tile: Tile::Carry, ..o });
+        prop_assert_eq!(o.compile(k), plain.compile(k), "{} vs {} K={}", o, plain, k);
+        same_bytes(&o, &plain, (m, k, n), seed)?;
+    }
+
+    /// `fma` lanes cut into k-tiles of one term per lane (T = L) are
+    /// `muladd` lanes: each term is a fresh chain `RN(+0 + a*b)`, added to
+    /// the lane serially, as `muladd` adds `RN(a*b)`.
+    #[test]
+    fn fma_lanes_with_one_term_tiles_are_muladd_lanes(
+        o in order().prop_filter("fma lanes", |o| o.family == Family::Fma && o.lanes > 1),
+        shape in shapes(),
+        seed in any::<u64>(),
+    ) {
+        let tiled = reparse(Order { ktile: Some(o.lanes), tile: Tile::Fresh, ..o });
+        let muladd = reparse(Order { family: Family::MulAdd, ktile: None, tile: Tile::Carry, ..o });
+        same_bytes(&tiled, &muladd, shape, seed)?;
     }
 
     /// Promotion without block scales is the serial sum of fresh tiles of
@@ -243,6 +296,28 @@ proptest! {
             prop_assert_eq!(props::class_bits(y), props::class_bits(want), "{} C[{}]: f32 {:e}", o, i, x);
         }
     }
+}
+
+/// Lanes cut into fresh k-tiles are not the lanes: lane 0 holds 2^25, 1
+/// in its first k-tile and -2^25, 1 in its second (k = 0, 4 | 8, 12; the
+/// other terms 0). One chain per lane gives ((2^25 + 1) - 2^25) + 1 = 1;
+/// fresh tiles give 2^25 + RN(-2^25 + 1) = 0 (the same case as
+/// reference/orders/test_exact_orders.py). The new identities above can
+/// therefore fail where the tiles matter.
+#[test]
+fn fresh_lane_tiles_change_the_result() {
+    let mut a = vec![0f32; 16];
+    let big = 2f32.powi(25);
+    (a[0], a[4], a[8], a[12]) = (big, 1.0, -big, 1.0);
+    let b = vec![1f32; 16];
+    let p = problem(&a, &b, 1, 16, 1);
+    let run = |s: &str| gemm(&parse(s), &p, None).unwrap()[0];
+    assert_eq!(run("fma;lanes=4"), 1.0);
+    assert_eq!(run("fma;lanes=4;reduce=serial"), 1.0);
+    assert_eq!(run("fma;lanes=4;ktile=8;tile=fresh"), 0.0);
+    assert_eq!(run("fma;lanes=4;ktile=8;tile=fresh;reduce=serial"), 0.0);
+    // one tile covering K is the plain lanes again
+    assert_eq!(run("fma;lanes=4;ktile=16;tile=fresh"), 1.0);
 }
 
 /// The identity property can fail: checked against a wrong identity

@@ -688,8 +688,16 @@ def _reduce_of(c):
 
 def _validate(c):
     """The combination rules, checked in this order (ORDERS.md "Parsing rules")."""
-    if c['lanes'] is not None and (c['split'] > 1 or c['ktile'] is not None):
-        raise _err('combination', 'lanes', 'lanes cannot be combined with split or ktile')
+    if c['lanes'] is not None:
+        L, T = c['lanes'], c['ktile']
+        if c['split'] > 1 or c['interleave']:
+            raise _err('combination', 'lanes', 'lanes cannot be combined with split (split=S or split=S/interleave)')
+        if T is not None and c['tile'] != 'fresh':
+            raise _err('combination', 'tile=fresh', f'lanes with ktile={T} needs tile=fresh '
+                       f'(lanes={L};ktile={T};tile=fresh), or drop ktile')
+        if T is not None and T % L:
+            raise _err('combination', 'multiple of lanes', f'lanes={L};ktile={T};tile=fresh needs ktile to be '
+                       'a multiple of lanes')
     if _reduce_of(c) == 'butterfly':
         L = c['lanes']
         if L is None:
@@ -770,7 +778,16 @@ def build_parts(cfg, n):
     units = list(range(n))
     if cfg['lanes'] is not None:
         L = cfg['lanes']
-        return [([units[l::L]], False) for l in range(L)]
+        if not fresh:
+            return [([units[l::L]], False) for l in range(L)]
+        # lanes cut into fresh k-tiles: lane l's terms of each k-tile
+        # [t*T, (t+1)*T) from +0, the lane's tiles combined serially
+        T = cfg['ktile']
+        lanes = []
+        for l in range(L):
+            tiles = [[u for u in range(t * T, min(n, (t + 1) * T)) if u % L == l] for t in range(-(-n // T))]
+            lanes.append(([t for t in tiles if t], True))
+        return lanes
     T = cfg['ktile'] if cfg['ktile'] is not None else n
     S = cfg['split']
     if cfg['interleave']:

@@ -34,12 +34,13 @@ PLAIN = [
     'muladd;ktile=32;tile=fresh;reduce=pairwise', 'mma(k=16,f=25)', 'mma(k=32,f=13,out=13)',
     'hopper-bf16', 'hopper-f16', 'hopper-fp8-wgmma', 'hopper-fp8-mma-sync', 'ampere-bf16',
     'ada-fp8', 'deepgemm-fp8', 'hopper-bf16;split=2;reduce=serial', 'fma;out=bf16',
-    'fma;out=f16', 'hopper-bf16;out=bf16',
+    'fma;out=f16', 'hopper-bf16;out=bf16', 'fma;lanes=4;ktile=16;tile=fresh;reduce=serial',
+    'muladd;lanes=8;ktile=32;tile=fresh', 'hopper-bf16;lanes=2;ktile=32;tile=fresh;reduce=pairwise',
 ]
 MX = [
     'fma;scale=dequant', 'fma;scale=block', 'muladd;scale=block',
     'fma;scale=block;split=2;reduce=pairwise', 'blackwell-mxf8f6f4',
-    'hopper-fp8-wgmma;scale=block;promote=32',
+    'hopper-fp8-wgmma;scale=block;promote=32', 'fma;scale=block;lanes=2;ktile=2;tile=fresh;reduce=serial',
 ]
 
 # ---------------------------------------------------------------- inputs

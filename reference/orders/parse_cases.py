@@ -36,6 +36,16 @@ HAND = [
     'fma;lanes=4;split=2', 'fma;lanes=4;ktile=4', 'fma;lanes=4;split=1/interleave', 'fma;lanes=3',
     'fma;lanes=3;reduce=butterfly', 'fma;lanes=3;reduce=serial', 'fma;lanes=3;reduce=pairwise',
     'fma;reduce=butterfly', 'fma;split=4;reduce=butterfly', 'fma;lanes=4;split=2;tile=fresh',
+    # lanes cut into fresh k-tiles (ktile a multiple of lanes)
+    'fma;lanes=4;ktile=8;tile=fresh', 'fma;lanes=16;ktile=512;tile=fresh;reduce=serial',
+    'muladd;tile=fresh;lanes=8;ktile=64;reduce=butterfly', 'fma;lanes=4;ktile=4;tile=fresh;reduce=pairwise',
+    'fma;lanes=4;ktile=6;tile=fresh', 'fma;lanes=4;tile=fresh', 'fma;lanes=4;ktile=8;tile=carry',
+    'fma;lanes=4;ktile=8;tile=fresh;split=2', 'fma;lanes=4;split=2/interleave;ktile=8;tile=fresh',
+    'fma;lanes=4;split=1/interleave;ktile=8;tile=fresh', 'fma;lanes=3;ktile=6;tile=fresh',
+    'fma;lanes=3;ktile=6;tile=fresh;reduce=serial', 'hopper-bf16;lanes=2;ktile=32;tile=fresh',
+    'mma(k=32,f=13,out=13);tile=fresh;lanes=8;ktile=256', 'deepgemm-fp8;lanes=4;ktile=64;tile=fresh',
+    'fma;scale=block;lanes=2;ktile=2;tile=fresh', 'hopper-fp8-wgmma;scale=block;promote=32;lanes=2;ktile=64;tile=fresh',
+    'muladd;lanes=8;ktile=64;out=bf16', 'fma;lanes=1;ktile=8;tile=carry',
     # presets: keys the preset does not set may follow; one it sets may not
     'hopper-bf16;split=4;reduce=pairwise', 'deepgemm-fp8;split=2', 'deepgemm-fp8;promote=64',
     'deepgemm-fp8;promote=128', 'mma(k=32,f=13,out=13,in=e4m3);promote=64', 'blackwell-mxf8f6f4;scale=fused',

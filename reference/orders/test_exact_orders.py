@@ -261,6 +261,11 @@ def test_parts():
     assert [p[0][0] for p in E.build_parts(cfg, 7)] == [[0, 1, 2], [3, 4, 5], [6]]
     cfg = E.parse('fma;lanes=4')
     assert [p[0][0] for p in E.build_parts(cfg, 6)] == [[0, 4], [1, 5], [2], [3]]
+    # lanes cut into fresh k-tiles of 8 k (2 terms per lane and tile); an empty lane has no tile
+    cfg = E.parse('fma;lanes=4;ktile=8;tile=fresh')
+    assert [p[0] for p in E.build_parts(cfg, 18)] == [[[0, 4], [8, 12], [16]], [[1, 5], [9, 13], [17]],
+                                                       [[2, 6], [10, 14]], [[3, 7], [11, 15]]]
+    assert [p[0] for p in E.build_parts(cfg, 2)] == [[[0]], [[1]], [], []]
     # ktile with carry is a no-op
     r = random.Random(3)
     a = [(r.getrandbits(1) << 31) | (r.randint(100, 150) << 23) | r.getrandbits(23) for _ in range(40)]
@@ -270,6 +275,23 @@ def test_parts():
     t = [g1('fma', a[i:i + 7], bb[i:i + 7]) for i in range(0, 40, 7)]
     assert g1('fma;ktile=7;tile=fresh', a, bb) == E.reduce_parts(t, 'serial')
     assert g1('fma;ktile=7;tile=fresh;reduce=pairwise', a, bb) == E.reduce_parts(t, 'pairwise')
+    # lanes with fresh k-tiles: per lane a serial sum of fresh fma chains over
+    # its terms in each k-tile, then the lanes by reduce
+    def lane_value(l, L, T):
+        chains = []
+        for t0 in range(0, 40, T):
+            ks = [k for k in range(t0, min(40, t0 + T)) if k % L == l]
+            chains.append(g1('fma', [a[k] for k in ks], [bb[k] for k in ks]))
+        return E.reduce_parts(chains, 'serial')
+    lanes = [lane_value(l, 4, 12) for l in range(4)]
+    assert g1('fma;lanes=4;ktile=12;tile=fresh;reduce=serial', a, bb) == E.reduce_parts(lanes, 'serial')
+    assert g1('fma;lanes=4;ktile=12;tile=fresh', a, bb) == E.reduce_parts(lanes, 'butterfly')
+    # the tile boundary shows: lane 0 holds 2^25, 1 | -2^25, 1 (k = 0, 4 | 8, 12)
+    a16 = [0] * 16
+    a16[0], a16[4], a16[8], a16[12] = 0x4C000000, 0x3F800000, 0xCC000000, 0x3F800000
+    ones = [0x3F800000] * 16
+    assert val(g1('fma;lanes=4', a16, ones)) == 1                        # ((2^25 + 1) - 2^25) + 1
+    assert val(g1('fma;lanes=4;ktile=8;tile=fresh', a16, ones)) == 0     # 2^25 + (-2^25 + 1)
 
 
 def test_parser():
@@ -287,7 +309,9 @@ def test_parser():
                         ('deepgemm-fp8;split=2', 'mma(k=32,f=13,out=13);split=2;promote=128'),
                         ('mma(in=f16,c=late,k=8,f=25)', 'mma(k=8,f=25,c=late,in=f16)'),
                         ('fma;out=f16;split=2;ktile=3;tile=fresh', 'fma;ktile=3;tile=fresh;split=2;out=f16'),
-                        ('fma;lanes=4;reduce=butterfly', 'fma;lanes=4')]:
+                        ('fma;lanes=4;reduce=butterfly', 'fma;lanes=4'),
+                        ('fma;lanes=16;ktile=512;tile=fresh;reduce=serial',
+                         'fma;ktile=512;tile=fresh;lanes=16;reduce=serial')]:
         assert E.canonical(spec) == canon, (spec, E.canonical(spec))
         assert E.canonical(canon) == canon
     # rejected, with the reason class (the disputed spellings first)
@@ -305,7 +329,9 @@ def test_parser():
                       ('mma(k=15,f=25,split=halves)', 'combination'), ('fma;tile=new', 'value'),
                       ('fma;out=f64', 'value'), ('fma;scale=fused', 'combination'),
                       ('hopper-fp8-wgmma;scale=block', 'combination'), ('fma;ktile=4;ktile=8', 'repeat'),
-                      ('hopper-bf16;scale=fused', 'combination'), ('fma;lanes=4;ktile=2', 'combination')]:
+                      ('hopper-bf16;scale=fused', 'combination'), ('fma;lanes=4;ktile=2', 'combination'),
+                      ('fma;lanes=4;ktile=6;tile=fresh', 'combination'),
+                      ('fma;lanes=4;split=1/interleave;ktile=4;tile=fresh', 'combination')]:
         try:
             E.parse(bad)
         except E.OrderError as e:

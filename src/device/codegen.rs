@@ -167,6 +167,9 @@ impl GpuPlan {
             if instr.is_some() {
                 return Err("lanes with a tensor-core family has no kernel here".into());
             }
+            if fresh {
+                return Err("lanes cut into fresh k-tiles have no kernel here (one chain per lane)".into());
+            }
             if lanes > 32 || !lanes.is_power_of_two() || order.reduction() != Reduce::Butterfly {
                 return Err(
                     "lanes must be a power of two <= 32 reduced by butterfly (one warp, __shfl_xor_sync)".into(),
@@ -741,6 +744,9 @@ mod tests {
         assert!(plan("ampere-bf16").unwrap_err().contains("no sm_90 instruction"));
         assert!(plan("ada-fp8").is_err());
         assert!(plan("fma;lanes=64").is_err());
+        assert!(plan("fma;lanes=16;ktile=512;tile=fresh")
+            .unwrap_err()
+            .contains("fresh k-tiles"));
         let o: Order = "blackwell-mxf8f6f4".parse().unwrap();
         assert!(GpuPlan::new(&o, Some(false), Backend16::MmaSync).is_err());
         let o: Order = "fma;scale=block".parse().unwrap();

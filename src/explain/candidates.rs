@@ -3,7 +3,9 @@
 //! A family is a finite list of canonical orders for one K: the plain
 //! families (`fma`, `muladd`) with every contiguous split-K up to 128 parts
 //! (serial and pairwise), interleaved splits, fresh k-tiles alone and inside
-//! splits, GEMV lanes (butterfly, serial, pairwise); the tensor-core presets
+//! splits, GEMV lanes (butterfly, serial, pairwise), and lanes cut into
+//! fresh k-tiles (8, 16 or 32 lanes, 8 to 64 terms per lane and tile,
+//! butterfly or serial); the tensor-core presets
 //! whose input type holds the inputs, with splits and promotion intervals;
 //! for MX inputs every scale point (the block-scale layouts counted in
 //! blocks of 32 k, k-tiles of 1..32 blocks); each with the three output
@@ -107,6 +109,11 @@ const SPLITS: &[u32] = &[
 const TILES: &[u32] = &[8, 16, 32, 64, 128, 256, 512, 1024];
 const INTERLEAVE_SPLITS: &[u32] = &[2, 3, 4, 6, 8, 16, 32];
 const LANES: &[u32] = &[2, 4, 8, 16, 32, 64, 128, 256];
+/// Lanes cut into fresh k-tiles (the cuBLAS sgemm GEMV shape): the lane
+/// counts, and the terms each lane takes per k-tile (the k-tile is
+/// `lanes x terms` wide).
+const TILED_LANES: &[u32] = &[8, 16, 32];
+const TERMS_PER_LANE_TILE: &[u32] = &[8, 16, 32, 64];
 
 fn parse(s: &str) -> Option<Order> {
     s.parse().ok()
@@ -152,6 +159,12 @@ fn layouts_with(k: usize, mma_k: Option<u32>, tiles: &[u32]) -> Vec<String> {
             v.push(format!(";lanes={l}"));
             v.push(format!(";lanes={l};reduce=serial"));
             v.push(format!(";lanes={l};reduce=pairwise"));
+        }
+        for &l in TILED_LANES {
+            for t in TERMS_PER_LANE_TILE.iter().map(|&m| l * m).filter(|&t| t < k32) {
+                v.push(format!(";lanes={l};ktile={t};tile=fresh"));
+                v.push(format!(";lanes={l};ktile={t};tile=fresh;reduce=serial"));
+            }
         }
     }
     v
@@ -283,6 +296,9 @@ mod tests {
         assert_eq!(specs.len(), f.len());
         assert!(specs.contains("fma;split=4"));
         assert!(specs.contains("muladd;lanes=32"));
+        // the cuBLAS sgemm GEMV tree at K = 4096
+        assert!(specs.contains("fma;ktile=512;tile=fresh;lanes=16;reduce=serial"));
+        assert!(specs.contains("muladd;ktile=64;tile=fresh;lanes=8;out=bf16"));
         // bf16 inputs bring the bf16 tensor-core presets
         let b = family(Inputs::of_type(InType::Bf16), 256);
         assert!(b.iter().any(|c| c.order.preset_name() == Some("hopper-bf16")));

@@ -117,8 +117,8 @@ pub fn locate(o: &Order, terms: usize, t: u32) -> Location {
     };
     let tu = t as usize;
     if o.lanes > 1 {
+        // lanes take no split; their fresh k-tiles are located below
         loc.lane = Some(t % o.lanes);
-        return loc;
     }
     let s = o.split as usize;
     let tile_w = o.ktile.map(|x| x as usize);

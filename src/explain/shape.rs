@@ -248,6 +248,89 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// Reads a listing in the form [`Shape::listing`] writes (what `mxbi
+    /// reveal --json` stores as `tree`): one `nI = sum(C, C, ...)` line per
+    /// internal node, I counting from 0 in line order, each child `kX` (a
+    /// leaf, X < `k`) or `nJ` (an earlier node), at least two children,
+    /// every leaf and node the child of at most one node; then one
+    /// `root = nJ`, `root = kX` or `root = +0` line, the last. Blank lines
+    /// and surrounding whitespace are ignored. An error names the line.
+    pub fn parse_listing(text: &str, k: usize) -> Result<Shape, String> {
+        let mut nodes: Vec<Vec<Child>> = Vec::new();
+        let mut leaf_used = vec![false; k];
+        let mut node_used: Vec<bool> = Vec::new();
+        let mut root: Option<Option<Child>> = None;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let at = |msg: String| format!("listing line {}: {msg}: `{line}`", i + 1);
+            if root.is_some() {
+                return Err(at("a line after the root line".into()));
+            }
+            let (lhs, rhs) = line
+                .split_once('=')
+                .map(|(l, r)| (l.trim(), r.trim()))
+                .ok_or_else(|| at("expected `nI = sum(...)` or `root = ...`".into()))?;
+            let child = |c: &str, nodes: &Vec<Vec<Child>>| -> Result<Child, String> {
+                let num = |d: &str| {
+                    d.parse::<usize>()
+                        .ok()
+                        .filter(|_| d.bytes().all(|b| b.is_ascii_digit()))
+                };
+                match (c.strip_prefix('k').and_then(num), c.strip_prefix('n').and_then(num)) {
+                    (Some(x), _) if x < k => Ok(Child::Leaf(x as u32)),
+                    (Some(x), _) => Err(at(format!("leaf k{x} is not below K = {k}"))),
+                    (_, Some(j)) if j < nodes.len() => Ok(Child::Node(j)),
+                    (_, Some(j)) => Err(at(format!("n{j} is not an earlier node"))),
+                    _ => Err(at(format!("`{c}` is not a child (kX or nJ)"))),
+                }
+            };
+            if lhs == "root" {
+                let r = if rhs == "+0" { None } else { Some(child(rhs, &nodes)?) };
+                let has_parent = match r {
+                    Some(Child::Leaf(x)) => leaf_used[x as usize],
+                    Some(Child::Node(j)) => node_used[j],
+                    None => false,
+                };
+                if has_parent {
+                    return Err(at("the root has a parent".into()));
+                }
+                root = Some(r);
+                continue;
+            }
+            if lhs != format!("n{}", nodes.len()) {
+                return Err(at(format!("expected node n{}", nodes.len())));
+            }
+            let args = rhs
+                .strip_prefix("sum(")
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| at("expected sum(...)".into()))?;
+            let mut ch = Vec::new();
+            for c in args.split(',') {
+                let c = child(c.trim(), &nodes)?;
+                let used = match c {
+                    Child::Leaf(x) => &mut leaf_used[x as usize],
+                    Child::Node(j) => &mut node_used[j],
+                };
+                if std::mem::replace(used, true) {
+                    return Err(at("a child that already has a parent".into()));
+                }
+                ch.push(c);
+            }
+            if ch.len() < 2 {
+                return Err(at("a sum of fewer than two children".into()));
+            }
+            nodes.push(ch);
+            node_used.push(false);
+        }
+        let root = root.ok_or_else(|| "listing: no `root = ...` line".to_string())?;
+        Ok(Shape { k, nodes, root })
+    }
+}
+
 /// See [`Shape::lca_sizes`].
 pub struct LcaSizes {
     leaf_parent: Vec<Option<usize>>,
@@ -312,6 +395,47 @@ mod tests {
         let r = shape("fma;split=2;reduce=pairwise", 128).restrict(4, |x| (x % 32 == 0).then_some(x / 32));
         assert!(r == shape("fma;split=2", 4));
         assert!(r != shape("fma", 4));
+    }
+
+    /// `parse_listing` reads back what `listing` writes, and refuses
+    /// malformed listings with the line.
+    #[test]
+    fn listings_parse_back() {
+        for (spec, k) in [
+            ("fma", 64),
+            ("fma;split=4;reduce=pairwise", 100),
+            ("hopper-bf16", 64),
+            ("fma;lanes=8", 64),
+            ("fma;lanes=4;ktile=16;tile=fresh;reduce=serial", 70),
+            ("fma", 1),
+            ("fma", 0),
+        ] {
+            let s = shape(spec, k);
+            let back = Shape::parse_listing(&s.listing(), k).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert!(back == s, "{spec}");
+            assert_eq!(back.listing(), s.listing(), "{spec}");
+        }
+        // a listing tells shapes apart: two leaves swapped across lanes
+        let s = shape("fma;lanes=4;ktile=16;tile=fresh;reduce=serial", 64);
+        let text = s
+            .listing()
+            .replace("(k0, k4)", "(k1, k4)")
+            .replacen("(k1, k5)", "(k0, k5)", 1);
+        let swapped = Shape::parse_listing(&text, 64).unwrap();
+        assert!(swapped != s);
+        let err = |t: &str| Shape::parse_listing(t, 8).unwrap_err();
+        assert!(err("n0 = sum(k0, k1)").contains("no `root"));
+        assert!(err("n1 = sum(k0, k1)\nroot = n1").contains("expected node n0"));
+        assert!(err("n0 = sum(k0, k9)\nroot = n0").contains("not below K"));
+        assert!(err("n0 = sum(k0, n0)\nroot = n0").contains("earlier node"));
+        assert!(err("n0 = sum(k0, k0)\nroot = n0").contains("already has a parent"));
+        assert!(err("n0 = sum(k0)\nroot = n0").contains("fewer than two"));
+        assert!(err("n0 = add(k0, k1)\nroot = n0").contains("sum(...)"));
+        assert!(err("n0 = sum(k0, x1)\nroot = n0").contains("not a child"));
+        assert!(err("n0 = sum(k0, k+1)\nroot = n0").contains("not a child"));
+        assert!(err("root = k0\nn0 = sum(k1, k2)").contains("after the root"));
+        assert!(err("n0 = sum(k0, k1)\nn1 = sum(n0, k2)\nroot = n0").contains("the root has a parent"));
+        assert!(Shape::parse_listing("\n n0 = sum(k0, k1) \n\nroot = n0\n", 8).is_ok());
     }
 
     #[test]

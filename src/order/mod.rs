@@ -249,10 +249,15 @@ impl Order {
     fn tree_size_bound(&self, k: usize) -> u128 {
         let k = k as u128;
         let (split, lanes) = (self.split as u128, self.lanes as u128);
-        // leaf parts: the lanes, or the split parts, each possibly cut into
+        // leaf parts: the lanes or the split parts, each possibly cut into
         // fresh tiles (at most K / T + 1 tiles per part)
         let parts = if self.lanes > 1 {
-            lanes
+            match (self.tile, self.ktile) {
+                // each lane cut into at most K / T + 1 fresh tiles, and no
+                // more tiles than terms plus one empty tile per lane
+                (Tile::Fresh, Some(t)) => (lanes * (k / t as u128 + 1)).min(k + lanes),
+                _ => lanes,
+            }
         } else {
             match (self.tile, self.ktile) {
                 (Tile::Fresh, Some(t)) => k / t as u128 + split,
@@ -575,8 +580,25 @@ fn parse(spec: &str) -> Result<Order, ParseError> {
 }
 
 fn validate(o: &Order) -> Result<(), ParseError> {
-    if o.lanes > 1 && (o.split > 1 || o.ktile.is_some()) {
-        return Err(combination("lanes cannot be combined with split or ktile".into()));
+    if o.lanes > 1 {
+        let l = o.lanes;
+        if o.split > 1 || o.interleave {
+            return Err(combination(format!(
+                "lanes cannot be combined with split (split=S or split=S/interleave); lanes={l} already deals k = l mod {l} to the lanes"
+            )));
+        }
+        if let Some(t) = o.ktile {
+            if o.tile != Tile::Fresh {
+                return Err(combination(format!(
+                    "lanes with ktile={t} needs tile=fresh: write lanes={l};ktile={t};tile=fresh (each lane's terms in a k-tile summed from +0), or drop ktile (a carried k-tile does nothing)"
+                )));
+            }
+            if t % l != 0 {
+                return Err(combination(format!(
+                    "lanes={l};ktile={t};tile=fresh needs ktile to be a multiple of lanes (every k-tile holds ktile/lanes terms of each lane)"
+                )));
+            }
+        }
     }
     if o.reduction() == Reduce::Butterfly {
         if o.lanes == 1 {
@@ -789,6 +811,8 @@ mod tests {
         "fma;out=bf16",
         "hopper-bf16;out=f16",
         "mma(k=32,f=13,out=13);scale=block;promote=32",
+        "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
+        "muladd;lanes=8;ktile=64;tile=fresh",
     ];
 
     #[test]
@@ -825,6 +849,21 @@ mod tests {
             "fma;ktile=64;reduce=serial".parse::<Order>().unwrap().to_string(),
             "fma"
         );
+        // lanes cut into fresh k-tiles: keys in table order, serial explicit
+        // (the lanes' default reduction is butterfly)
+        let gemv: Order = "fma;lanes=16;ktile=512;tile=fresh;reduce=serial".parse().unwrap();
+        assert_eq!(gemv.to_string(), "fma;ktile=512;tile=fresh;lanes=16;reduce=serial");
+        assert_eq!(
+            (gemv.lanes, gemv.ktile, gemv.tile, gemv.reduction()),
+            (16, Some(512), Tile::Fresh, Reduce::Serial)
+        );
+        assert_eq!(
+            "fma;lanes=8;ktile=64;tile=fresh;reduce=butterfly"
+                .parse::<Order>()
+                .unwrap()
+                .to_string(),
+            "fma;ktile=64;tile=fresh;lanes=8"
+        );
     }
 
     #[test]
@@ -834,6 +873,16 @@ mod tests {
         assert!(err("fma;split=four").contains("'split=four'"));
         assert!(err("fmx").contains("unknown family 'fmx'"));
         assert!(err("fma;lanes=32;split=2").contains("lanes cannot be combined"));
+        assert!(err("fma;lanes=4;split=2/interleave;ktile=4;tile=fresh").contains("lanes cannot be combined"));
+        assert!(err("fma;lanes=4;split=1/interleave;ktile=4;tile=fresh").contains("lanes cannot be combined"));
+        // a carried k-tile with lanes: the message says what to write
+        let e = err("fma;lanes=4;ktile=16");
+        assert!(
+            e.contains("lanes=4;ktile=16;tile=fresh") && e.contains("drop ktile"),
+            "{e}"
+        );
+        assert!(err("fma;lanes=4;ktile=6;tile=fresh").contains("multiple of lanes"));
+        assert!(err("fma;lanes=4;tile=fresh").contains("needs ktile"));
         assert!(err("fma;reduce=butterfly").contains("needs lanes"));
         assert!(err("fma;lanes=24;reduce=butterfly").contains("power of two"));
         assert!(err("mma(k=16)").contains("needs f="));
@@ -850,6 +899,8 @@ mod tests {
         use OrderErrorKind::*;
         let kind = |s: &str| s.parse::<Order>().unwrap_err().kind;
         assert_eq!(kind("fma;split=2/interleave"), Combination);
+        assert_eq!(kind("fma;lanes=4;ktile=16"), Combination);
+        assert_eq!(kind("fma;lanes=4;ktile=6;tile=fresh"), Combination);
         assert_eq!(kind("deepgemm-fp8;promote=64"), Repeat);
         assert_eq!(kind("fma;split=+4"), Value);
         assert_eq!(kind("mma(k=16,k=32,f=25)"), Repeat);

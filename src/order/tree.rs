@@ -262,15 +262,13 @@ impl Builder {
 }
 
 /// The ordered k lists of the parts, grouped: each group is combined
-/// serially (fresh tiles inside a split part), then groups by `reduce`.
+/// serially (fresh tiles inside a split part or a lane), then groups by
+/// `reduce`.
 fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
-    let all: Vec<u32> = (0..k as u32).collect();
     if o.lanes > 1 {
-        let l = o.lanes as usize;
-        return (0..l)
-            .map(|lane| vec![all.iter().copied().skip(lane).step_by(l).collect()])
-            .collect();
+        return lane_parts(o, k);
     }
+    let all: Vec<u32> = (0..k as u32).collect();
     let split = o.split as usize;
     let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
     let tile_of = |x: u32| x as usize / t;
@@ -304,6 +302,39 @@ fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
     } else {
         split_parts.into_iter().map(|p| vec![p]).collect()
     }
+}
+
+/// The lanes: lane l takes k = l, l+L, ...; with `ktile=T;tile=fresh` its
+/// terms in each k-tile [tT, (t+1)T) are one part from +0 (the lane's tiles
+/// in ascending order, combined serially inside the lane). A lane with no
+/// terms (K < L) is one empty part (+0).
+fn lane_parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
+    let l = o.lanes as usize;
+    let tile = match (o.tile, o.ktile) {
+        (Tile::Fresh, Some(t)) => Some(t as usize),
+        _ => None,
+    };
+    (0..l)
+        .map(|lane| {
+            let ks = (lane..k).step_by(l).map(|x| x as u32);
+            let Some(t) = tile else {
+                return vec![ks.collect()];
+            };
+            let mut tiles: Vec<Vec<u32>> = Vec::new();
+            let mut current = usize::MAX;
+            for x in ks {
+                if x as usize / t != current {
+                    current = x as usize / t;
+                    tiles.push(Vec::new());
+                }
+                tiles.last_mut().expect("a tile was pushed").push(x);
+            }
+            if tiles.is_empty() {
+                tiles.push(Vec::new());
+            }
+            tiles
+        })
+        .collect()
 }
 
 impl Tree {
@@ -363,10 +394,13 @@ mod tests {
             "fma;ktile=100;tile=fresh",
             "fma;split=2;ktile=50;tile=fresh",
             "fma;lanes=32",
+            "fma;lanes=4;ktile=8;tile=fresh",
+            "muladd;lanes=8;ktile=64;tile=fresh;reduce=serial",
             "hopper-bf16",
             "hopper-fp8-mma-sync",
             "ampere-bf16;split=2",
             "deepgemm-fp8",
+            "hopper-bf16;lanes=2;ktile=64;tile=fresh;reduce=pairwise",
         ] {
             for k in [1usize, 7, 32, 100, 300] {
                 let t = tree(s, k);
@@ -465,6 +499,52 @@ mod tests {
         }
     }
 
+    /// Lanes cut into fresh k-tiles: lane l's parts are its terms grouped
+    /// by k-tile (k / T), each group in ascending k, the groups in
+    /// ascending tile order; an empty lane is one empty part.
+    #[test]
+    fn lane_tiles_match_the_definition() {
+        for s in [
+            "fma;lanes=4;ktile=8;tile=fresh",
+            "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
+            "fma;lanes=3;ktile=3;tile=fresh;reduce=serial",
+            "fma;lanes=8;ktile=64;tile=fresh;reduce=pairwise",
+        ] {
+            let o: Order = s.parse().unwrap();
+            let (l, t) = (o.lanes as usize, o.ktile.unwrap() as usize);
+            for k in [0usize, 1, 2, 5, 31, 100, 257, 4096, 4100] {
+                let got = parts(&o, k);
+                assert_eq!(got.len(), l, "{s} K={k}");
+                for (lane, tiles) in got.iter().enumerate() {
+                    let mine: Vec<u32> = (0..k as u32).filter(|x| *x as usize % l == lane).collect();
+                    let mut want: Vec<Vec<u32>> = Vec::new();
+                    for tile in 0..k.div_ceil(t) {
+                        let ks: Vec<u32> = mine.iter().copied().filter(|&x| x as usize / t == tile).collect();
+                        if !ks.is_empty() {
+                            want.push(ks);
+                        }
+                    }
+                    if want.is_empty() {
+                        want.push(Vec::new());
+                    }
+                    assert_eq!(tiles, &want, "{s} K={k} lane {lane}");
+                }
+            }
+        }
+        // the cuBLAS GEMV reading at K = 4096: 16 lanes of 8 tiles of 32 terms
+        let o: Order = "fma;lanes=16;ktile=512;tile=fresh;reduce=serial".parse().unwrap();
+        let p = parts(&o, 4096);
+        assert!(p
+            .iter()
+            .all(|lane| lane.len() == 8 && lane.iter().all(|t| t.len() == 32)));
+        assert_eq!(p[3][1][..3], [515, 531, 547]);
+        // the tree: 128 chains of 32 steps, 16 x 7 adds inside the lanes, 15 across
+        let t = o.compile(4096);
+        let adds = t.nodes.iter().filter(|n| matches!(n, Node::Add { .. })).count();
+        assert_eq!(adds, 16 * 7 + 15);
+        assert_eq!(t.nodes.iter().filter(|n| matches!(n, Node::Zero)).count(), 128);
+    }
+
     /// `check_size`'s estimate bounds what compile allocates (nodes,
     /// fused-step slots, term lists), and it refuses the sizes that used to
     /// abort.
@@ -477,6 +557,9 @@ mod tests {
             "fma;ktile=3;tile=fresh;split=5",
             "fma;lanes=32",
             "fma;lanes=8;reduce=serial",
+            "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
+            "fma;lanes=4;ktile=4;tile=fresh",
+            "hopper-bf16;lanes=4;ktile=64;tile=fresh;promote=32",
             "hopper-bf16",
             "hopper-fp8-mma-sync",
             "ampere-bf16;split=3;reduce=pairwise",
@@ -518,6 +601,7 @@ mod tests {
             ("fma;lanes=2147483648", 64),
             ("mma(k=4000000000,f=25)", 64),
             ("fma;ktile=1;tile=fresh", MAX_K),
+            ("fma;lanes=2;ktile=2;tile=fresh", MAX_K),
         ] {
             let e = s.parse::<Order>().unwrap().check_size(k).unwrap_err().to_string();
             assert!(e.contains("limit"), "{s} K={k}: {e}");

@@ -188,7 +188,8 @@ pub fn family_spec() -> impl Strategy<Value = (String, Option<u32>)> {
 }
 
 /// The keys of a spec for f32 operands, given the family's Kc (see
-/// [`family_spec`]): parts (split, interleave, fresh tiles, lanes),
+/// [`family_spec`]): parts (split, interleave, fresh tiles, lanes, lanes
+/// with fresh tiles),
 /// reduction, promotion (mma only), output.
 pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
     let promote = match kc {
@@ -196,9 +197,10 @@ pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
         _ => Just(None).boxed(),
     };
     // how K is cut into parts: plain, contiguous split, interleaved split,
-    // fresh tiles (with or without a split), GEMV lanes
+    // fresh tiles (with or without a split), GEMV lanes, lanes cut into
+    // fresh k-tiles (a multiple of the lanes)
     let parts = (
-        0u32..6,
+        0u32..7,
         prop::sample::select(vec![1u32, 2, 3, 4, 7]),
         prop::sample::select(vec![1u32, 4, 16, 32, 64]),
         prop::sample::select(vec![1u32, 2, 4, 8]),
@@ -209,7 +211,8 @@ pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
             2 => (format!(";ktile={ktile};split={split}/interleave"), false),
             3 => (format!(";ktile={ktile};tile=fresh"), false),
             4 => (format!(";ktile={ktile};tile=fresh;split={split}"), false),
-            _ => (format!(";lanes={lanes}"), lanes > 1),
+            5 => (format!(";lanes={lanes}"), lanes > 1),
+            _ => (format!(";lanes={lanes};ktile={};tile=fresh", lanes * ktile), lanes > 1),
         });
     (
         parts,
