@@ -126,6 +126,34 @@ fn reveal_a_gemv_whose_bf16_output_rounds_the_counts() {
     assert_eq!(whole.window, 512);
 }
 
+/// Windowed probes: after the first round a set is probed within itself
+/// plus its parent's first leaf (one window for a deep set, not one per
+/// 256 terms of K), and a probe that loses every unit of that scope reads
+/// as the ancestor the set hangs from (a fused node: `hopper-bf16`).
+#[test]
+fn windowed_probes_count_deep_sets_within_their_scope() {
+    // (order, input, distinct probes when every probe counted all of K in
+    // windows: the count before scopes, same shapes)
+    for (spec, t, all_windows) in [
+        ("fma;split=4;reduce=pairwise;out=bf16", InType::F32, 32_736),
+        ("fma;lanes=16;out=bf16", InType::F32, 49_024),
+        (
+            "fma;ktile=512;tile=fresh;lanes=16;reduce=serial;out=bf16",
+            InType::F32,
+            43_520,
+        ),
+        ("hopper-bf16;out=bf16", InType::Bf16, 0),
+    ] {
+        let r = reveals_exactly(spec, opts(1, 2048, 512, t));
+        assert_eq!(r.window, 256, "{spec}");
+        // the first round alone: 2047 pairs x 8 windows
+        assert!(r.distinct_probes >= 2047 * 8, "{spec}: {r}");
+        if all_windows > 0 {
+            assert!(r.distinct_probes * 4 < all_windows * 3, "{spec}: {r}");
+        }
+    }
+}
+
 /// Memory: the answers are tallied per distinct probe, not stored per
 /// position; every requested probe's answers are still checked.
 #[test]

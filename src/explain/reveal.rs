@@ -267,26 +267,81 @@ fn magnitudes(t: InType, mx: bool) -> (f32, f32, Scheme) {
     }
 }
 
-/// Number of windows of `w` units over the `kl - 2` terms other than p, q.
-fn n_windows(kl: usize, w: usize) -> usize {
-    (kl.saturating_sub(2)).div_ceil(w.max(1)).max(1)
+/// Where windowed probes count units: the leaves the probe's ancestor can
+/// hold. The first round probes every leaf. A set found to join its
+/// parent's first leaf `f` at an ancestor of `L` terms is then probed
+/// within itself plus `f` only: the ancestor of two of its leaves either
+/// lies inside one child of that ancestor (whose leaves are all in the
+/// set) or is the ancestor itself, and then `f`'s unit is lost with every
+/// other: a probe that loses every unit of its scope has `L(p, q) = L`.
+/// So a deep set needs one window, not one per `w` terms of K.
+struct Scopes {
+    /// Each scope: its sorted leaves and, but for the first (every leaf),
+    /// the size of the ancestor it hangs from.
+    list: Vec<(Vec<u32>, Option<u32>)>,
+    /// The scope of the probes whose `p` is this leaf (a leaf is the first
+    /// of at most one set).
+    of: Vec<u32>,
 }
 
-/// The terms of window `c`: chunk c (of `w`) of `0..kl` without p and q.
-fn window(p: u32, q: u32, kl: usize, w: usize, c: u32) -> impl Iterator<Item = u32> {
-    let (a, b) = (p.min(q), p.max(q));
-    let rest = kl.saturating_sub(2) as u32;
-    let lo = (c as usize * w).min(rest as usize) as u32;
-    let hi = ((c as usize + 1) * w).min(rest as usize) as u32;
-    (lo..hi).map(move |i| {
-        if i < a {
-            i
-        } else if i + 1 < b {
-            i + 1
-        } else {
-            i + 2
+impl Scopes {
+    fn new(kl: usize) -> Scopes {
+        Scopes {
+            list: vec![((0..kl as u32).collect(), None)],
+            of: vec![0; kl],
         }
-    })
+    }
+
+    /// The probes from `p` (the first leaf of a set) count units only
+    /// among `leaves` (sorted, holding the set); `ceiling` is the size of
+    /// the ancestor the set hangs from.
+    fn add(&mut self, p: u32, leaves: Vec<u32>, ceiling: u32) {
+        self.list.push((leaves, Some(ceiling)));
+        self.of[p as usize] = (self.list.len() - 1) as u32;
+    }
+
+    fn leaves(&self, p: u32) -> &[u32] {
+        &self.list[self.of[p as usize] as usize].0
+    }
+
+    fn ceiling(&self, p: u32) -> Option<u32> {
+        self.list[self.of[p as usize] as usize].1
+    }
+
+    /// Windows of `w` units over the scope's terms other than p and q.
+    fn n_windows(&self, p: u32, w: usize) -> usize {
+        self.leaves(p).len().saturating_sub(2).div_ceil(w.max(1)).max(1)
+    }
+
+    /// The index range of window `c` among the scope's `len - 2` terms.
+    fn range(&self, p: u32, w: usize, c: u32) -> (usize, usize) {
+        let rest = self.leaves(p).len().saturating_sub(2);
+        ((c as usize * w).min(rest), ((c as usize + 1) * w).min(rest))
+    }
+
+    /// The terms of window `c` of the probe (p, q): chunk c (of `w`) of
+    /// the scope's leaves without p and q (both are in the scope).
+    fn window(&self, p: u32, q: u32, w: usize, c: u32) -> impl Iterator<Item = u32> + '_ {
+        let leaves = self.leaves(p);
+        let at = |x: u32| leaves.binary_search(&x).unwrap_or(leaves.len());
+        let (a, b) = (at(p).min(at(q)), at(p).max(at(q)));
+        let (lo, hi) = self.range(p, w, c);
+        (lo..hi).map(move |i| {
+            leaves[if i < a {
+                i
+            } else if i + 1 < b {
+                i + 1
+            } else {
+                i + 2
+            }]
+        })
+    }
+
+    /// How many terms window `c` of a probe from `p` holds.
+    fn window_len(&self, p: u32, w: usize, c: u32) -> u32 {
+        let (lo, hi) = self.range(p, w, c);
+        (hi - lo) as u32
+    }
 }
 
 /// MX codes of +1, -1 and 0 in `f` (probe values are `+-1 * 2^s`, the
@@ -361,6 +416,8 @@ struct Prober<'a> {
     window: usize,
     launches: usize,
     tallies: Tallies,
+    /// Where windowed probes count units.
+    scopes: Scopes,
     /// Seconds building launch inputs, in the subject, and reading answers.
     spent: [f64; 3],
     /// A and B of the last launch (their allocations are reused).
@@ -606,26 +663,26 @@ impl Prober<'_> {
     /// tallied, see [`Tallies`]).
     fn measure(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
         let windowed = self.window < self.kl;
-        let nw = if windowed { n_windows(self.kl, self.window) } else { 1 };
-        let need = pairs.len() as u128 * nw as u128;
+        let w = self.window;
+        let nw = |p: u32| if windowed { self.scopes.n_windows(p, w) } else { 1 };
+        let need: u128 = pairs.iter().map(|&(p, _)| nw(p) as u128).sum();
         if self.tallies.first.len() as u128 + need > MAX_PROBES as u128 {
             return Err(RevealError::Options(format!(
-                "this round needs {need} probes ({} pairs x {nw} windows of {} units) after {} already: more than reveal's limit of {} distinct probes",
+                "this round needs {need} probes ({} pairs, windows of {w} units) after {} already: more than reveal's limit of {} distinct probes",
                 pairs.len(),
-                self.window,
                 self.tallies.first.len(),
                 crate::limits::show(MAX_PROBES)
             )));
         }
         let probes: Vec<Key> = pairs
             .iter()
-            .flat_map(|&(p, q)| (0..nw as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
+            .flat_map(|&(p, q)| (0..nw(p) as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
             .collect();
         match self.scheme {
             Scheme::Lines => self.measure_lines(&probes)?,
             Scheme::Diagonal => self.measure_diagonal(&probes)?,
         }
-        let t = &self.tallies;
+        let (t, sc) = (&self.tallies, &self.scopes);
         let missing = || RevealError::Inconsistent("a probe was not placed".into());
         pairs
             .iter()
@@ -633,8 +690,13 @@ impl Prober<'_> {
                 if !windowed {
                     return t.value(&(p, q, NO_WINDOW)).ok_or_else(missing);
                 }
-                (0..nw as u32).try_fold(2u32, |acc, c| {
+                let lost = (0..sc.n_windows(p, w) as u32).try_fold(0u32, |acc, c| {
                     t.value(&(p, q, c)).map(|v| acc + v - 2).ok_or_else(missing)
+                })?;
+                // every unit of the scope lost: the ancestor the set hangs from
+                Ok(match sc.ceiling(p) {
+                    Some(ceiling) if lost as usize == sc.leaves(p).len() - 2 => ceiling,
+                    _ => 2 + lost,
                 })
             })
             .collect()
@@ -654,12 +716,14 @@ impl Prober<'_> {
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
+        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
+        let sc = &scopes;
         // the probe's line in leaf space: `put(x, value)` for every
         // nonzero term (the line starts as 0, or as units when it counts
         // every term)
         let line = |&(p, q, c): &Key, put: &mut dyn FnMut(usize, f32)| {
             if c != NO_WINDOW {
-                window(p, q, kl, w, c).for_each(|x| put(x as usize, lo));
+                sc.window(p, q, w, c).for_each(|x| put(x as usize, lo));
             }
             put(p as usize, hi);
             put(q as usize, -hi);
@@ -671,14 +735,14 @@ impl Prober<'_> {
                 lo
             }
         };
-        let active = |&(p, q, c): &Key| -> u32 {
+        let active = |&(p, _, c): &Key| -> u32 {
             if c == NO_WINDOW {
                 kl as u32 - 2
             } else {
-                window(p, q, kl, w, c).count() as u32
+                sc.window_len(p, w, c)
             }
         };
-        self.launch_all(
+        let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
                 let chunk = chunks[li];
@@ -736,7 +800,9 @@ impl Prober<'_> {
                 }
                 Ok(())
             },
-        )
+        );
+        self.scopes = scopes;
+        done
     }
 
     /// Both factors carry the large values (the narrow types' range), so
@@ -747,14 +813,16 @@ impl Prober<'_> {
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
-        let active = |&(p, q, c): &Key| -> u32 {
+        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
+        let sc = &scopes;
+        let active = |&(p, _, c): &Key| -> u32 {
             if c == NO_WINDOW {
                 kl as u32 - 2
             } else {
-                window(p, q, kl, w, c).count() as u32
+                sc.window_len(p, w, c)
             }
         };
-        self.launch_all(
+        let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
                 refill(a, m * kl, 0.0);
@@ -764,7 +832,7 @@ impl Prober<'_> {
                     if c == NO_WINDOW {
                         row.fill(lo);
                     } else {
-                        window(p, q, kl, w, c).for_each(|x| row[x as usize] = lo);
+                        sc.window(p, q, w, c).for_each(|x| row[x as usize] = lo);
                     }
                     row[p as usize] = hi;
                     row[q as usize] = hi;
@@ -784,13 +852,15 @@ impl Prober<'_> {
                 }
                 Ok(())
             },
-        )
+        );
+        self.scopes = scopes;
+        done
     }
 }
 
 /// Every tallied answer against the recovered tree: (the
 /// disagreeing answers, at most 16 listed by position, and their count).
-fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagreement>, usize) {
+fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<Disagreement>, usize) {
     let lca = shape.lca_sizes();
     // probes by p, so each p's row of L is computed once where it pays
     let mut keys: Vec<&Key> = t.first.keys().collect();
@@ -821,7 +891,8 @@ fn check_answers(shape: &Shape, t: &Tallies, kl: usize, w: usize) -> (Vec<Disagr
                 (_, None) => None,
                 (NO_WINDOW, Some(x)) => Some(x),
                 (c, Some(lpq)) => {
-                    let lost = window(p, q, kl, w, c)
+                    let lost = scopes
+                        .window(p, q, w, c)
                         .filter(|&x| l(x).is_some_and(|a| a <= lpq))
                         .count();
                     Some(2 + lost as u32)
@@ -1109,6 +1180,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         window: kl,
         launches: 0,
         tallies: Tallies::default(),
+        scopes: Scopes::new(kl),
         spent: [0.0; 3],
         buffers: (Vec::new(), Vec::new()),
     };
@@ -1122,6 +1194,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         groups: vec![],
     }];
     let mut frontier = vec![0usize];
+    let windowed = pr.window < kl;
     while !frontier.is_empty() {
         let pairs: Vec<(u32, u32)> = frontier
             .iter()
@@ -1145,8 +1218,15 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     _ => groups.push((l, vec![x], None)),
                 }
             }
+            let first = tasks[t].set[0];
             for g in groups.iter_mut() {
                 if g.1.len() > 1 {
+                    if windowed {
+                        let mut scope = g.1.clone();
+                        scope.push(first);
+                        scope.sort_unstable();
+                        pr.scopes.add(g.1[0], scope, g.0);
+                    }
                     tasks.push(Task {
                         set: g.1.clone(),
                         groups: vec![],
@@ -1188,7 +1268,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         ("tree assembled", rounds - built - ran - read),
     ]);
     clock.lap = std::time::Instant::now();
-    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, kl, pr.window);
+    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
     clock.mark("answers checked against the tree");
     let t = &pr.tallies;
     let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
