@@ -29,7 +29,7 @@ use std::io::Read;
 const PINNED: &[(&str, &str)] = &[
     (
         "vectors.jsonl.gz",
-        "9799e46ecb3504dea1fbc79d5b23f40193863367df2856c5bd22e4369f940bcd",
+        "2e9b592d1c1d3d6e3103c211a3f13183595e0e53313db323185c28aecf77908a",
     ),
     (
         "edge_vectors.jsonl",
@@ -37,7 +37,7 @@ const PINNED: &[(&str, &str)] = &[
     ),
     (
         "parse_vectors.jsonl",
-        "832d1fb7952561b19907bbd5f71f22d238a51e3abd06ef2447dff3c96e1f0a2c",
+        "24152e9ec319bd377274ef77ba5247782c879a098f4c509655dd359b1d8ddeaa",
     ),
 ];
 

@@ -699,11 +699,13 @@ def _validate(c):
             raise _err('combination', 'multiple of lanes', f'lanes={L};ktile={T};tile=fresh needs ktile to be '
                        'a multiple of lanes')
     if _reduce_of(c) == 'butterfly':
-        L = c['lanes']
-        if L is None:
-            raise _err('combination', 'butterfly', 'reduce=butterfly needs lanes=L (GEMV lanes)')
+        # over the lanes, or over the parts of a split (lanes exclude split)
+        what, L = ('lanes', c['lanes']) if c['lanes'] is not None else ('split', c['split'])
+        if L == 1:
+            raise _err('combination', 'butterfly', 'reduce=butterfly needs lanes=L (GEMV lanes) or split=S '
+                       '(split parts), a power of two')
         if L & (L - 1):
-            raise _err('combination', 'butterfly', f'reduce=butterfly needs lanes to be a power of two, got {L}')
+            raise _err('combination', 'butterfly', f'reduce=butterfly needs {what} to be a power of two, got {L}')
     if c['interleave'] and c['ktile'] is None:
         raise _err('combination', 'interleave', 'split=S/interleave needs ktile=T (tiles are dealt to parts)')
     if c['tile'] == 'fresh' and c['ktile'] is None:

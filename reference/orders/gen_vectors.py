@@ -36,6 +36,7 @@ PLAIN = [
     'ada-fp8', 'deepgemm-fp8', 'hopper-bf16;split=2;reduce=serial', 'fma;out=bf16',
     'fma;out=f16', 'hopper-bf16;out=bf16', 'fma;lanes=4;ktile=16;tile=fresh;reduce=serial',
     'muladd;lanes=8;ktile=32;tile=fresh', 'hopper-bf16;lanes=2;ktile=32;tile=fresh;reduce=pairwise',
+    'fma;ktile=4;split=8/interleave;reduce=butterfly', 'hopper-bf16;split=4;reduce=butterfly',
 ]
 MX = [
     'fma;scale=dequant', 'fma;scale=block', 'muladd;scale=block',

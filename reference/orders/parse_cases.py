@@ -46,6 +46,12 @@ HAND = [
     'mma(k=32,f=13,out=13);tile=fresh;lanes=8;ktile=256', 'deepgemm-fp8;lanes=4;ktile=64;tile=fresh',
     'fma;scale=block;lanes=2;ktile=2;tile=fresh', 'hopper-fp8-wgmma;scale=block;promote=32;lanes=2;ktile=64;tile=fresh',
     'muladd;lanes=8;ktile=64;out=bf16', 'fma;lanes=1;ktile=8;tile=carry',
+    # butterfly over the parts of a split (S a power of two)
+    'fma;ktile=64;split=16/interleave;reduce=butterfly', 'fma;split=2;reduce=butterfly',
+    'fma;split=3;reduce=butterfly', 'fma;ktile=8;split=6/interleave;reduce=butterfly',
+    'fma;split=1/interleave;ktile=4;reduce=butterfly', 'fma;split=1;reduce=butterfly',
+    'hopper-bf16;split=4;ktile=32;tile=fresh;reduce=butterfly', 'fma;lanes=1;split=8;reduce=butterfly',
+    'fma;ktile=16;tile=fresh;reduce=butterfly', 'muladd;split=8;reduce=butterfly;out=bf16',
     # presets: keys the preset does not set may follow; one it sets may not
     'hopper-bf16;split=4;reduce=pairwise', 'deepgemm-fp8;split=2', 'deepgemm-fp8;promote=64',
     'deepgemm-fp8;promote=128', 'mma(k=32,f=13,out=13,in=e4m3);promote=64', 'blackwell-mxf8f6f4;scale=fused',

@@ -232,6 +232,10 @@ def test_reductions():
     assert val(g1('fma;lanes=4', a, bb)) == 2                          # (1e8-1e8) + (1+1)
     assert val(g1('fma;lanes=4;reduce=butterfly', a, bb)) == 2
     assert val(g1('fma;lanes=4;reduce=pairwise', a, bb)) == 0
+    # butterfly over the parts of a split: (p0+p2) + (p1+p3), as over lanes
+    assert val(g1('fma;split=4;reduce=butterfly', a, bb)) == 2
+    assert val(g1('fma;split=4/interleave;ktile=1;reduce=butterfly', a, bb)) == 2
+    assert val(g1('fma;split=2;reduce=butterfly', a, bb)) == val(g1('fma;split=2', a, bb))
     assert val(g1('fma;ktile=1;tile=fresh;reduce=pairwise', a, bb)) == 0
     assert val(g1('fma;split=2/interleave;ktile=1;reduce=serial', a, bb)) == 2  # parts {0,2}, {1,3}: 0 + 2
     # pairwise with an odd count: [p0+p1, p2+p3, p4] -> [(p0+p1)+(p2+p3), p4] -> ... + p4

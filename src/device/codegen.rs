@@ -744,6 +744,9 @@ mod tests {
         assert!(plan("ampere-bf16").unwrap_err().contains("no sm_90 instruction"));
         assert!(plan("ada-fp8").is_err());
         assert!(plan("fma;lanes=64").is_err());
+        assert!(plan("fma;ktile=64;split=16/interleave;reduce=butterfly")
+            .unwrap_err()
+            .contains("only built for lanes"));
         assert!(plan("fma;lanes=16;ktile=512;tile=fresh")
             .unwrap_err()
             .contains("fresh k-tiles"));

@@ -2,7 +2,8 @@
 //!
 //! A family is a finite list of canonical orders for one K: the plain
 //! families (`fma`, `muladd`) with every contiguous split-K up to 128 parts
-//! (serial and pairwise), interleaved splits, fresh k-tiles alone and inside
+//! (serial and pairwise), interleaved splits (serial, pairwise, and
+//! butterfly for 2, 4, 8, 16 or 32 parts), fresh k-tiles alone and inside
 //! splits, GEMV lanes (butterfly, serial, pairwise), and lanes cut into
 //! fresh k-tiles (8, 16 or 32 lanes, 8 to 64 terms per lane and tile,
 //! butterfly or serial); the tensor-core presets
@@ -147,6 +148,9 @@ fn layouts_with(k: usize, mma_k: Option<u32>, tiles: &[u32]) -> Vec<String> {
         for &t in tiles.iter().filter(|&&t| tile_ok(t) && t * s <= k32) {
             v.push(format!(";ktile={t};split={s}/interleave"));
             v.push(format!(";ktile={t};split={s}/interleave;reduce=pairwise"));
+            if s.is_power_of_two() {
+                v.push(format!(";ktile={t};split={s}/interleave;reduce=butterfly"));
+            }
         }
     }
     for &s in &[2u32, 4, 8] {

@@ -276,12 +276,15 @@ impl Order {
             }
         };
         // the term list and the part lists (2K), a zero and a reduction add
-        // per part (butterfly lanes: a copy of the lane list per level)
-        let lane_copies = if self.lanes > 1 {
-            lanes * (128 - lanes.leading_zeros()) as u128
+        // per part (butterfly: a copy of the lane or part list per level)
+        let combined = if self.lanes > 1 {
+            lanes
+        } else if self.reduction() == Reduce::Butterfly {
+            split
         } else {
             0
         };
+        let lane_copies = combined * (128 - combined.leading_zeros()) as u128;
         2 * k + steps + 4 * parts + lane_copies + 8
     }
 }
@@ -601,13 +604,20 @@ fn validate(o: &Order) -> Result<(), ParseError> {
         }
     }
     if o.reduction() == Reduce::Butterfly {
-        if o.lanes == 1 {
-            return Err(combination("reduce=butterfly needs lanes=L (GEMV lanes)".into()));
+        // over the lanes, or over the parts of a split (lanes exclude split)
+        let (what, n) = if o.lanes > 1 {
+            ("lanes", o.lanes)
+        } else {
+            ("split", o.split)
+        };
+        if n == 1 {
+            return Err(combination(
+                "reduce=butterfly needs lanes=L (GEMV lanes) or split=S (split parts), a power of two".into(),
+            ));
         }
-        if !o.lanes.is_power_of_two() {
+        if !n.is_power_of_two() {
             return Err(combination(format!(
-                "reduce=butterfly needs lanes to be a power of two, got {}",
-                o.lanes
+                "reduce=butterfly needs {what} to be a power of two, got {n}"
             )));
         }
     }
@@ -885,6 +895,12 @@ mod tests {
         assert!(err("fma;lanes=4;tile=fresh").contains("needs ktile"));
         assert!(err("fma;reduce=butterfly").contains("needs lanes"));
         assert!(err("fma;lanes=24;reduce=butterfly").contains("power of two"));
+        // butterfly over the parts of a split: S a power of two above 1
+        assert!(err("fma;split=3;reduce=butterfly").contains("split to be a power of two"));
+        assert!(err("fma;split=1/interleave;ktile=4;reduce=butterfly").contains("or split=S"));
+        let torch: Order = "fma;reduce=butterfly;split=16/interleave;ktile=64".parse().unwrap();
+        assert_eq!(torch.to_string(), "fma;ktile=64;split=16/interleave;reduce=butterfly");
+        assert_eq!(torch.reduction(), Reduce::Butterfly);
         assert!(err("mma(k=16)").contains("needs f="));
         assert!(err("mma(k=16,f=25,q=1)").contains("unknown mma parameter 'q'"));
         assert!(err("hopper-bf16;promote=24").contains("multiple"));

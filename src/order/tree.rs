@@ -401,6 +401,8 @@ mod tests {
             "ampere-bf16;split=2",
             "deepgemm-fp8",
             "hopper-bf16;lanes=2;ktile=64;tile=fresh;reduce=pairwise",
+            "fma;ktile=4;split=16/interleave;reduce=butterfly",
+            "hopper-bf16;split=4;reduce=butterfly",
         ] {
             for k in [1usize, 7, 32, 100, 300] {
                 let t = tree(s, k);
@@ -566,6 +568,8 @@ mod tests {
             "deepgemm-fp8",
             "mma(k=64,f=25,split=mod4,c=late);promote=128;split=3",
             "blackwell-mxf8f6f4;out=bf16",
+            "fma;ktile=8;split=64/interleave;reduce=butterfly",
+            "hopper-bf16;ktile=32;tile=fresh;split=8;reduce=butterfly",
         ] {
             let o: Order = s.parse().unwrap();
             for k in [0usize, 1, 31, 64, 1000, 4096] {

@@ -190,7 +190,8 @@ pub fn family_spec() -> impl Strategy<Value = (String, Option<u32>)> {
 /// The keys of a spec for f32 operands, given the family's Kc (see
 /// [`family_spec`]): parts (split, interleave, fresh tiles, lanes, lanes
 /// with fresh tiles),
-/// reduction, promotion (mma only), output.
+/// reduction (butterfly over lanes or over a split of 2 or 4 parts),
+/// promotion (mma only), output.
 pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
     let promote = match kc {
         Some(k) if k > 0 => prop_oneof![3 => Just(None), 1 => (1u32..5).prop_map(move |x| Some(x * k))].boxed(),
@@ -205,14 +206,18 @@ pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
         prop::sample::select(vec![1u32, 4, 16, 32, 64]),
         prop::sample::select(vec![1u32, 2, 4, 8]),
     )
-        .prop_map(|(mode, split, ktile, lanes)| match mode {
-            0 => (String::new(), false),
-            1 => (format!(";split={split}"), false),
-            2 => (format!(";ktile={ktile};split={split}/interleave"), false),
-            3 => (format!(";ktile={ktile};tile=fresh"), false),
-            4 => (format!(";ktile={ktile};tile=fresh;split={split}"), false),
-            5 => (format!(";lanes={lanes}"), lanes > 1),
-            _ => (format!(";lanes={lanes};ktile={};tile=fresh", lanes * ktile), lanes > 1),
+        .prop_map(|(mode, split, ktile, lanes)| {
+            // butterfly combines lanes, or the parts of a split, a power of two
+            let parts2 = split > 1 && split.is_power_of_two();
+            match mode {
+                0 => (String::new(), false),
+                1 => (format!(";split={split}"), parts2),
+                2 => (format!(";ktile={ktile};split={split}/interleave"), parts2),
+                3 => (format!(";ktile={ktile};tile=fresh"), false),
+                4 => (format!(";ktile={ktile};tile=fresh;split={split}"), parts2),
+                5 => (format!(";lanes={lanes}"), lanes > 1),
+                _ => (format!(";lanes={lanes};ktile={};tile=fresh", lanes * ktile), lanes > 1),
+            }
         });
     (
         parts,
@@ -220,9 +225,10 @@ pub fn keys_spec(kc: Option<u32>) -> impl Strategy<Value = String> {
         promote,
         prop::sample::select(vec![None, None, Some("bf16"), Some("f16")]),
     )
-        .prop_map(|((mut s, lanes), reduce, promote, out)| {
-            // butterfly only where it is allowed (lanes > 1)
-            if let Some(r) = reduce.filter(|&r| r != "butterfly" || lanes) {
+        .prop_map(|((mut s, butterfly), reduce, promote, out)| {
+            // butterfly only where it is allowed (lanes > 1, or a split of
+            // 2 or 4 parts)
+            if let Some(r) = reduce.filter(|&r| r != "butterfly" || butterfly) {
                 s += &format!(";reduce={r}");
             }
             if let Some(p) = promote {

@@ -7,7 +7,8 @@ use super::*;
 /// Nearby wrong models of a case ("foils"): the arithmetic changed (fma vs
 /// muladd, F = 24 instead of 25, F = 25 instead of the FP8 13, halves
 /// instead of the mod-4 split) and the structure removed (no split, no
-/// fresh tiles, no lanes, serial instead of pairwise). The GPU bytes must
+/// fresh tiles, no lanes, serial instead of pairwise or of a split's
+/// butterfly). The GPU bytes must
 /// match the order and *not* its foils; the foils' mismatch counts show how
 /// strongly the data tells the orders apart.
 pub fn foils(order: &Order) -> Vec<Order> {
@@ -34,7 +35,9 @@ pub fn foils(order: &Order) -> Vec<Order> {
     if order.lanes > 1 {
         st.lanes = 1;
         st.reduce = None;
-    } else if order.reduce == Some(Reduce::Pairwise) {
+    } else if matches!(order.reduce, Some(Reduce::Pairwise))
+        || (order.reduction() == Reduce::Butterfly && order.split > 1)
+    {
         st.reduce = None;
     } else if order.split > 1 {
         st.split = 1;
