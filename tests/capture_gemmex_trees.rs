@@ -94,6 +94,26 @@ fn the_capture_holds_two_trees() {
     assert_eq!(t.nodes.len(), TK - 1, "binary sums only");
 }
 
+/// The listings are the `tree` fields of the run's JSONs, committed whole
+/// in capture `reveal-vendor-2` (same run), byte for byte; there reveal
+/// named no order for them.
+#[test]
+fn the_trees_are_those_of_the_reveal_vendor_2_jsons() {
+    let run = Capture::open_anchored(&committed_capture("reveal-vendor-2")).unwrap();
+    let pairs = [
+        ("gemmex-bf16-k7168-m1.json", "gemmex-bf16-k7168-m1.tree"),
+        ("gemmex-bf16-k7168-m8.json", "gemmex-bf16-k7168-m8.tree"),
+        ("gemmex-bf16-k7168-m64.json", "gemmex-bf16-k7168-m64.tree"),
+        ("side-torch-k4096-m1.json", "torch-f32-k4096-m1.tree"),
+    ];
+    for (json, tree) in pairs {
+        let v: serde_json::Value = run.read_json(json).unwrap();
+        assert!(v["order"].is_null(), "{json}");
+        assert_eq!(v["disagreement_count"], 0, "{json}");
+        assert_eq!(format!("{}\n", v["tree"].as_str().unwrap()), listing(tree), "{json}");
+    }
+}
+
 /// The GemmEx listing, written out here line for line: three chains of
 /// fused 16-term nodes starting at k = 0, 2432 and 4864 (152, 152 and 144
 /// steps), each node taking the next 16 k of its chain; the first two

@@ -371,3 +371,81 @@ fn identify_finds_the_k7168_orders() {
         }
     }
 }
+
+/// The 2026-12-01 H200 run (capture `reveal-vendor-2`, after the probes
+/// became one per column or row): reveal named an order at every M of the
+/// vendor table but sgemm K = 7168 M = 17, 32 (a part order outside the
+/// grammar, `tests/capture_k7168_trees.rs`) and GemmEx bf16 M = 1, 8, 64;
+/// every named order reproduces the captured anchor rows of its case bit
+/// for bit, at every position, on the suite's own inputs.
+#[test]
+fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
+    let c = Capture::open_anchored(&committed_capture("reveal-vendor-2")).expect("anchored reveal capture");
+    c.verify_all().unwrap();
+    let (report, data) = vendor_capture();
+    let (mut unnamed, mut checked, mut failures) = (Vec::new(), 0, Vec::new());
+    for f in &c.manifest.files {
+        let case = if f.name.starts_with("sgemm-") {
+            CaseId::Sgemm
+        } else if f.name.starts_with("gemmex-bf16-") {
+            CaseId::GemmexBf16
+        } else {
+            continue;
+        };
+        if !f.name.ends_with(".json") {
+            continue;
+        }
+        let v: serde_json::Value = c.read_json(&f.name).unwrap();
+        let (k, m) = (v["k"].as_u64().unwrap() as usize, v["m"].as_u64().unwrap() as usize);
+        assert_eq!(v["disagreement_count"], 0, "{}", f.name);
+        let Some(name) = v["order"].as_str() else {
+            assert!(v["tree"].as_str().is_some_and(|t| t.contains("= sum(")), "{}", f.name);
+            unnamed.push(f.name.clone());
+            continue;
+        };
+        let order: Order = name.parse().unwrap();
+        let (row, captured) = if k == 7168 {
+            let (d, a, w, n) = k7168(&report, case);
+            let p = Problem {
+                a: Matrix::F32(&a),
+                b: Matrix::F32(&w),
+                m: 1,
+                n,
+                k,
+                b_layout: BLayout::Nk,
+            };
+            (gemm(&order, &p, None).unwrap(), rows_7168(&report, &data, case, d, m))
+        } else {
+            let x = inputs(&report, k);
+            (model_row(&x, &order), captured_rows(&report, &data, k, m))
+        };
+        assert!(!captured.is_empty(), "{}: no captured rows", f.name);
+        for (pos, cap) in &captured {
+            checked += 1;
+            let diff = differing(&row, cap);
+            println!(
+                "{:?} K={k} M={m} {pos}: {name}: {diff} of {} elements differ",
+                case,
+                cap.len()
+            );
+            if diff != 0 {
+                failures.push(format!("{} {pos} {name}: {diff} elements differ", f.name));
+            }
+        }
+    }
+    unnamed.sort();
+    assert_eq!(
+        unnamed,
+        [
+            "gemmex-bf16-k7168-m1.json",
+            "gemmex-bf16-k7168-m64.json",
+            "gemmex-bf16-k7168-m8.json",
+            "sgemm-k7168-m17.json",
+            "sgemm-k7168-m32.json"
+        ]
+    );
+    // 26 sgemm runs and 5 GemmEx runs named; positions first, mid and
+    // last (M = 1: one, M = 2: two)
+    assert_eq!(checked, (1 + 2 + 12 * 3) + (1 + 2 + 10 * 3) + 5 * 3);
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -305,8 +305,8 @@ pub fn identify(
     check(p, rows, observed)?;
     let n = p.n;
     let c = opts.prune_cols.clamp(1, n.max(1));
-    let mut out = Vec::with_capacity(rows.len());
-    for (ri, &r) in rows.iter().enumerate() {
+    // rows in parallel (each row's work is its own; results in row order)
+    let out = rows.par_iter().enumerate().map(|(ri, &r)| {
         let want = &observed[ri * n..(ri + 1) * n];
         // stages of widening column prefixes; a candidate is dropped at its
         // first differing byte, the last stage is the whole row
@@ -380,16 +380,16 @@ pub fn identify(
                 None => classes.push((key, vec![*o])),
             }
         }
-        out.push(RowIdentity {
+        RowIdentity {
             row: r,
             matches,
             classes: classes.into_iter().map(|(_, v)| v).collect(),
             closest,
             evaluated: candidates.len() - skipped,
             skipped,
-        });
-    }
-    Ok(out)
+        }
+    });
+    Ok(out.collect())
 }
 
 /// The simplest order of the built-in candidate family (`candidates::family`)

@@ -587,10 +587,15 @@ impl Prober<'_> {
             nl,
             |l, a, b| {
                 if cols {
+                    // row by row of B (a column at a time is a strided
+                    // write per term: slow at K x N = 4096 x 4096)
+                    let count: Vec<usize> = (0..n).map(|j| odd[which(l, j)]).collect();
                     refill(b, kl * n, 0.0);
-                    for j in 0..n {
-                        for x in 0..odd[which(l, j)] {
-                            b[x * n + j] = lo;
+                    for (x, row) in b.chunks_mut(n).enumerate() {
+                        for (v, &c) in row.iter_mut().zip(&count) {
+                            if x < c {
+                                *v = lo;
+                            }
                         }
                     }
                     refill(a, m * kl, lo);
