@@ -1,0 +1,706 @@
+//! Active recovery: the reduction tree of a black-box subject, through the
+//! subject interface only (FPRev's counting probes, generalised).
+//!
+//! # Probes
+//! Every term is a small unit `u` except two, `+B` at p and `-B` at q
+//! (`B / u` large enough that a unit added into a sum that holds `B` is
+//! lost). `B` and `-B` cancel exactly where they meet, at the lowest common
+//! ancestor of p and q; every unit summed into a node under that ancestor
+//! is swamped, every other unit survives. So the output is `(K - L(p, q)) u`
+//! with `L(p, q)` the number of terms under the ancestor. A fused
+//! multi-term (tensor-core) sum truncates the units it aligns to `B`, so it
+//! shows up as one node with many children.
+//!
+//! Many probes per launch: with f32/bf16 inputs every line (column of B, or
+//! row of A when M > N) holds a whole probe and the other operand is all
+//! units, so one GEMM answers `max(M, N)` arbitrary probes ("lines"; a
+//! GEMV answers N). f16 and FP8 inputs lack the range for that (a product
+//! of one large and one small element is not far enough from a unit), so
+//! both factors carry the large values and only the diagonal elements are
+//! probes ("diagonal"). MX inputs carry the large values in the block
+//! scales instead (one unit per block, [`reveal_mx`]).
+//!
+//! An output format that rounds the counts (bf16, f16 outputs) is detected
+//! by a calibration launch (its sizes laid out along the longer of rows and
+//! columns, so a GEMV is calibrated too); then each probe counts the units
+//! of one window of at most the exactly countable size, and the windows are
+//! added up (a windowed probe is one line too).
+//!
+//! Memory: every answer is tallied against its probe (the pair and its
+//! window), so what is kept grows with the distinct probes (at most
+//! [`MAX_PROBES`], checked before each round's launches are built, one
+//! launch built at a time), not with `M x N`.
+//!
+//! # Recovery
+//! FPRev's recursion: for a set of leaves S (all of K first), probe its
+//! first leaf f against the rest; equal `L` means the same ancestor of f;
+//! each group of equal `L` is recursed into. All sets of one recursion level
+//! are probed together, packed into as few launches as fit `M x N`.
+//!
+//! # Checks and the order
+//! Every answer (each probe's line answers it once per row or column, and
+//! lines beyond the probes repeat them at other positions) is checked
+//! against the recovered tree: positions whose answers disagree are
+//! reported (a kernel that reduces column tiles or rows differently). The recovered shape is matched against the
+//! candidate family; the shape-matching candidates are then told apart by
+//! their bytes on random inputs of the subject's type (FPRev's
+//! `random_test`, here deciding the numerics a shape cannot show: fma vs
+//! muladd, fused-sum
+//! precision, output format). The result is the simplest order whose tree
+//! and bytes both match, or the shape as a tree listing.
+
+use super::candidates::{self, Inputs};
+use super::identify::{identify, IdentifyOptions};
+use super::shape::{Child, Shape};
+use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
+use crate::mx::MxFormat;
+use crate::order::{InType, Order};
+use crate::subject::Subject;
+use std::collections::HashMap;
+
+mod prober;
+mod tally;
+mod verify;
+
+use prober::{magnitudes, MxCodes, Prober};
+use tally::{Scopes, Tallies};
+use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
+
+/// What to reveal.
+#[derive(Clone, Copy, Debug)]
+pub struct RevealOptions {
+    /// The launch shape (the subject's tree may depend on it).
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// The element type the subject reads; probe values are exact in it.
+    pub input: InType,
+    /// Seed of the random verification inputs.
+    pub seed: u64,
+    /// Rows of the random verification launch compared byte for byte.
+    pub verify_rows: usize,
+}
+
+/// How probes were laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    Lines,
+    Diagonal,
+}
+
+/// A probe position whose answer contradicts the recovered tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Disagreement {
+    pub launch: usize,
+    pub row: usize,
+    pub col: usize,
+    pub p: u32,
+    pub q: u32,
+    /// Terms under the ancestor: predicted by the recovered tree, measured here.
+    pub expected: u32,
+    pub measured: u32,
+}
+
+/// The result of a reveal.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Revealed {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub input: InType,
+    /// MX inputs (probed per block through the scales; `shape` is then
+    /// over the K / 32 blocks).
+    pub mx: Option<MxFormat>,
+    pub scheme: Scheme,
+    /// Units counted per probe (K when the output counts exactly).
+    pub window: usize,
+    /// GEMM launches of the subject (calibration, probes, verification).
+    pub launches: usize,
+    /// Probe answers received (every position of every probe launch).
+    pub probes: usize,
+    /// Distinct probes requested (each answer is tallied against its
+    /// probe: memory grows with these, not with M x N).
+    pub distinct_probes: usize,
+    /// The recovered summation-tree shape.
+    pub shape: Shape,
+    /// Probe answers checked against the recovered tree: every answer,
+    /// wherever it sat.
+    pub checked: usize,
+    /// Positions whose answers contradict it (at most 16 listed).
+    pub disagreements: Vec<Disagreement>,
+    pub disagreement_count: usize,
+    /// Family candidates with the recovered shape.
+    pub shape_matches: Vec<Order>,
+    /// The simplest order whose tree is the recovered shape and whose bytes
+    /// equal the subject's on the verification inputs (None: the grammar's
+    /// family cannot say it; see `shape`).
+    pub order: Option<Order>,
+    /// Other shape-matching orders with the same bytes on those inputs.
+    pub equivalent: Vec<Order>,
+    /// Output elements compared in the verification launch.
+    pub verified_elements: usize,
+    /// Wall seconds per phase, in order (not serialized: the JSON output
+    /// stays the same bytes run to run; `mxbi reveal --timings` prints them).
+    #[serde(skip)]
+    pub timings: Vec<(&'static str, f64)>,
+}
+
+/// Why a reveal stopped.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RevealError {
+    /// Bad options (sizes).
+    #[error("{0}")]
+    Options(String),
+    /// The subject did not answer (every failed launch of the round ran first).
+    #[error("{failed} of {launches} launches failed; first: {first}")]
+    Subject {
+        failed: usize,
+        launches: usize,
+        first: String,
+    },
+    /// Answers that are not counts, or that no static tree explains.
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Most distinct probes one reveal may request: 2^24. Each keeps a tally of
+/// its answers (about 50 bytes), so the tallies stay under about 1 GiB;
+/// checked before each round, before its launches are built.
+pub const MAX_PROBES: usize = 1 << 24;
+
+/// The window index of a probe that counts every other term.
+const NO_WINDOW: u32 = u32::MAX;
+
+/// A probe: `+B` at p, `-B` at q, the window (chunk of the other terms)
+/// whose units it counts, or [`NO_WINDOW`].
+type Key = (u32, u32, u32);
+
+/// Where an answer sat: (launch, row, column).
+type At = (u32, u32, u32);
+
+fn at(launch: usize, row: usize, col: usize) -> At {
+    (launch as u32, row as u32, col as u32)
+}
+
+/// Every tallied answer against the recovered tree: (the
+/// disagreeing answers, at most 16 listed by position, and their count).
+fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<Disagreement>, usize) {
+    let lca = shape.lca_sizes();
+    // probes by p, so each p's row of L is computed once where it pays
+    let mut keys: Vec<&Key> = t.first.keys().collect();
+    keys.sort_unstable();
+    let mut deviant: HashMap<Key, Vec<(u32, u64, At)>> = HashMap::new();
+    for (&(key, v), &(c, a)) in &t.deviant {
+        deviant.entry(key).or_default().push((v, c, a));
+    }
+    let mut bad: Vec<(At, u32, u32, u32, u32)> = Vec::new();
+    let mut count = t.overflow;
+    let mut i = 0;
+    while i < keys.len() {
+        let p = keys[i].0;
+        let j = i + keys[i..].iter().take_while(|k| k.0 == p).count();
+        let group = &keys[i..j];
+        let row = (group.len() >= 64 || group.iter().any(|k| k.2 != NO_WINDOW))
+            .then(|| shape.lca_row(&lca, p))
+            .flatten();
+        let l = |q: u32| -> Option<u32> {
+            match &row {
+                Some(r) => r.get(q as usize).copied().filter(|&x| x > 0),
+                None => lca.get(p, q),
+            }
+        };
+        for key in group {
+            let (_, q, c) = **key;
+            let expected = match (c, l(q)) {
+                (_, None) => None,
+                (NO_WINDOW, Some(x)) => Some(x),
+                (c, Some(lpq)) => {
+                    let lost = scopes
+                        .window(p, q, w, c)
+                        .filter(|&x| l(x).is_some_and(|a| a <= lpq))
+                        .count();
+                    Some(2 + lost as u32)
+                }
+            };
+            let f = t.first[*key];
+            let all = std::iter::once((f.0, f.1, f.2)).chain(deviant.get(*key).into_iter().flatten().copied());
+            for (v, n, a) in all {
+                if expected != Some(v) {
+                    count += n;
+                    bad.push((a, p, q, expected.unwrap_or(0), v));
+                }
+            }
+        }
+        i = j;
+    }
+    bad.sort_unstable();
+    let list = bad
+        .iter()
+        .take(16)
+        .map(|&((launch, row, col), p, q, expected, measured)| Disagreement {
+            launch: launch as usize,
+            row: row as usize,
+            col: col as usize,
+            p,
+            q,
+            expected,
+            measured,
+        })
+        .collect();
+    (list, count as usize)
+}
+
+/// A set of leaves being resolved, and what its probes found.
+struct Task {
+    set: Vec<u32>,
+    /// (L, the group's leaves, the task that resolves it when it has two or more)
+    groups: Vec<(u32, Vec<u32>, Option<usize>)>,
+}
+
+/// What assembling a task gives: a leaf, or the children of a node that
+/// holds `size` leaves.
+enum Built {
+    Leaf(u32),
+    Group(Vec<Child>, u32),
+}
+
+fn assemble(tasks: &[Task], t: usize, nodes: &mut Vec<Vec<Child>>) -> Result<Built, RevealError> {
+    let task = &tasks[t];
+    if task.set.len() == 1 {
+        return Ok(Built::Leaf(task.set[0]));
+    }
+    let bad = |msg: String| RevealError::Inconsistent(msg);
+    let mut cur = Child::Leaf(task.set[0]);
+    let mut size = 1u32;
+    let mut children: Vec<Child> = Vec::new();
+    let last = task.groups.len() - 1;
+    for (gi, (l, g, sub)) in task.groups.iter().enumerate() {
+        // only the last group may join at an ancestor that also holds
+        // leaves outside this set (the set is then siblings of a wider node)
+        let joined = size + g.len() as u32;
+        if *l != joined && !(gi == last && *l > joined) {
+            return Err(bad(format!(
+                "probes from k={} give {} terms under a common ancestor, but the {} terms below it and the {} joining there make {}: no static tree explains the answers",
+                task.set[0],
+                l,
+                size,
+                g.len(),
+                size + g.len() as u32
+            )));
+        }
+        if gi > 0 {
+            nodes.push(std::mem::take(&mut children));
+            cur = Child::Node(nodes.len() - 1);
+        }
+        children.push(cur);
+        match sub {
+            None => children.push(Child::Leaf(g[0])),
+            Some(s) => match assemble(tasks, *s, nodes)? {
+                Built::Leaf(x) => children.push(Child::Leaf(x)),
+                Built::Group(ch, s) if s as usize == g.len() => {
+                    nodes.push(ch);
+                    children.push(Child::Node(nodes.len() - 1));
+                }
+                Built::Group(ch, s) if s == *l => children.extend(ch),
+                Built::Group(_, s) => {
+                    return Err(bad(format!(
+                        "the terms joining k={} at an ancestor of {l} terms reach an ancestor of {s} terms among themselves",
+                        task.set[0]
+                    )))
+                }
+            },
+        }
+        size = *l;
+    }
+    Ok(Built::Group(children, size))
+}
+
+fn check_options(o: &RevealOptions, mx: bool) -> Result<(), RevealError> {
+    let err = |s: String| Err(RevealError::Options(s));
+    if o.m == 0 || o.n == 0 || o.k < 2 {
+        return err(format!(
+            "reveal needs M >= 1, N >= 1 and K >= 2 (got M={}, K={}, N={})",
+            o.m, o.k, o.n
+        ));
+    }
+    if o.k > 1 << 16 && !mx {
+        return err(format!("K = {} is more than reveal's limit of 65536 terms", o.k));
+    }
+    if mx && (!o.k.is_multiple_of(MX_BLOCK) || o.k < 2 * MX_BLOCK || o.k > MX_BLOCK << 16) {
+        return err(format!(
+            "MX reveal needs K a multiple of {MX_BLOCK}, at least 2 blocks and at most 65536 (got K={})",
+            o.k
+        ));
+    }
+    let (mk, kn) = (o.m as u128 * o.k as u128, o.k as u128 * o.n as u128);
+    if mk.max(kn) > crate::limits::MAX_ELEMENTS as u128 || (o.m * o.n) as u128 > crate::limits::MAX_ELEMENTS as u128 {
+        return err("the launch shape exceeds mxbi::limits::MAX_ELEMENTS".into());
+    }
+    Ok(())
+}
+
+/// Wall seconds per phase of one reveal.
+struct Clock {
+    start: std::time::Instant,
+    lap: std::time::Instant,
+    timings: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        let now = std::time::Instant::now();
+        Clock {
+            start: now,
+            lap: now,
+            timings: Vec::new(),
+        }
+    }
+
+    /// Records the time since the last mark as `what`.
+    fn mark(&mut self, what: &'static str) {
+        let now = std::time::Instant::now();
+        self.timings.push((what, (now - self.lap).as_secs_f64()));
+        self.lap = now;
+    }
+
+    fn finish(mut self) -> Vec<(&'static str, f64)> {
+        self.timings.push(("total", self.start.elapsed().as_secs_f64()));
+        self.timings
+    }
+}
+
+/// Recovers the subject's reduction tree for the launch shape of `o` (see
+/// the module doc).
+pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, RevealError> {
+    reveal_with(subject, o, None)
+}
+
+/// [`reveal`] for a subject that reads MX operands of `format` (codes and
+/// E8M0 scales, blocks of 32 along K): the probes put one unit in the first
+/// element of each block and the large values in the block scales
+/// (`+-1 * 2^40`), so the range is the scales', not the element format's.
+/// What is recovered is the tree over blocks (the shape's leaf b is block
+/// b): the whole tree of a `scale=block` `fma`/`muladd` order; for orders
+/// that sum elements (`dequant`, `fused`, `mma` with promotion) the tree
+/// seen at the first element of each block, the order within a block being
+/// told apart by the bytes on random MX inputs.
+pub fn reveal_mx(subject: &dyn Subject, o: RevealOptions, format: MxFormat) -> Result<Revealed, RevealError> {
+    reveal_with(subject, o, Some(format))
+}
+
+fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Revealed, RevealError> {
+    check_options(&o, mx.is_some())?;
+    let codes =
+        match mx {
+            None => None,
+            Some(f) => Some(MxCodes::of(f).ok_or_else(|| {
+                RevealError::Options(format!("MX format {}: +1, -1 and 0 are not all codes", f.name()))
+            })?),
+        };
+    let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
+    let (lo, hi, scheme) = magnitudes(o.input, mx.is_some());
+    let mut pr = Prober {
+        subject,
+        o,
+        mx: codes,
+        kl,
+        lo,
+        hi,
+        scheme,
+        window: kl,
+        launches: 0,
+        tallies: Tallies::default(),
+        scopes: Scopes::new(kl),
+        spent: [0.0; 3],
+        buffers: (Vec::new(), Vec::new()),
+    };
+    let mut clock = Clock::start();
+    pr.window = pr.calibrate()?;
+    clock.mark("calibration");
+    pr.spent = [0.0; 3];
+    // FPRev's recursion, one level per round
+    let mut tasks = vec![Task {
+        set: (0..kl as u32).collect(),
+        groups: vec![],
+    }];
+    let mut frontier = vec![0usize];
+    let windowed = pr.window < kl;
+    while !frontier.is_empty() {
+        let pairs: Vec<(u32, u32)> = frontier
+            .iter()
+            .flat_map(|&t| {
+                let s = &tasks[t].set;
+                s[1..].iter().map(move |&x| (s[0], x))
+            })
+            .collect();
+        let ls = pr.measure(&pairs)?;
+        let mut next = Vec::new();
+        let mut at = 0;
+        for &t in &frontier {
+            let rest = tasks[t].set[1..].to_vec();
+            let mut by_l: Vec<(u32, u32)> = rest.iter().enumerate().map(|(i, &x)| (ls[at + i], x)).collect();
+            at += rest.len();
+            by_l.sort_unstable();
+            let mut groups: Vec<(u32, Vec<u32>, Option<usize>)> = Vec::new();
+            for (l, x) in by_l {
+                match groups.last_mut() {
+                    Some((gl, g, _)) if *gl == l => g.push(x),
+                    _ => groups.push((l, vec![x], None)),
+                }
+            }
+            let first = tasks[t].set[0];
+            for g in groups.iter_mut() {
+                if g.1.len() > 1 {
+                    if windowed {
+                        let mut scope = g.1.clone();
+                        scope.push(first);
+                        scope.sort_unstable();
+                        pr.scopes.add(g.1[0], scope, g.0);
+                    }
+                    tasks.push(Task {
+                        set: g.1.clone(),
+                        groups: vec![],
+                    });
+                    g.2 = Some(tasks.len() - 1);
+                    next.push(tasks.len() - 1);
+                }
+            }
+            tasks[t].groups = groups;
+        }
+        frontier = next;
+    }
+    let mut nodes = Vec::new();
+    let root = match assemble(&tasks, 0, &mut nodes)? {
+        Built::Leaf(x) => Child::Leaf(x),
+        Built::Group(ch, size) => {
+            if size as usize != kl {
+                return Err(RevealError::Inconsistent(format!(
+                    "the recovered tree holds {size} of the {kl} terms"
+                )));
+            }
+            nodes.push(ch);
+            Child::Node(nodes.len() - 1)
+        }
+    };
+    let shape = Shape {
+        k: kl,
+        nodes,
+        root: Some(root),
+    };
+    // every answer (tallied per probe) against the recovered tree
+    // others against the recovered tree
+    let rounds = clock.lap.elapsed().as_secs_f64();
+    let [built, ran, read] = pr.spent;
+    clock.timings.extend([
+        ("probe inputs built", built),
+        ("probe launches (in the subject)", ran),
+        ("probe answers read and tallied", read),
+        ("tree assembled", rounds - built - ran - read),
+    ]);
+    clock.lap = std::time::Instant::now();
+    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
+    clock.mark("answers checked against the tree");
+    let t = &pr.tallies;
+    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
+    // the order: shape-matching candidates told apart by their bytes
+    let inputs = if mx.is_some() {
+        Inputs::Mx
+    } else {
+        Inputs::of_type(o.input)
+    };
+    let family = candidates::family(inputs, o.k);
+    let canon = shape.canonical();
+    let shape_matches: Vec<Order> = {
+        use rayon::prelude::*;
+        // one tree per shape key, compiled in parallel
+        let mut index: HashMap<Order, usize> = HashMap::new();
+        let mut uniq: Vec<Order> = Vec::new();
+        for c in &family {
+            index.entry(shape_key(&c.order)).or_insert_with(|| {
+                uniq.push(shape_key(&c.order));
+                uniq.len() - 1
+            });
+        }
+        let hit: Vec<bool> = uniq
+            .par_iter()
+            .map(|ord| order_shape(ord, o.k, mx.is_some()).canonical() == canon)
+            .collect();
+        family
+            .iter()
+            .map(|c| c.order)
+            .filter(|ord| hit[index[&shape_key(ord)]])
+            .collect()
+    };
+    clock.mark("shape matched against the candidates");
+    let mut order = None;
+    let mut equivalent = Vec::new();
+    let mut verified_elements = 0;
+    if !shape_matches.is_empty() {
+        let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
+        let cols = verify_columns(o.n);
+        let c = cols.len();
+        let pick = |out: &[f32]| -> Vec<f32> {
+            rows.iter()
+                .flat_map(|&r| cols.iter().map(move |&j| out[r * o.n + j]))
+                .collect()
+        };
+        let cands: Vec<candidates::Candidate> = shape_matches
+            .iter()
+            .map(|&order| candidates::Candidate {
+                order,
+                source: candidates::Source::Family,
+            })
+            .collect();
+        let ids = match mx {
+            None => {
+                // random values in the compared rows of A and columns of
+                // B, zeros elsewhere
+                let mut a = vec![0f32; o.m * o.k];
+                a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
+                let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
+                let mut b = vec![0f32; o.k * o.n];
+                for x in 0..o.k {
+                    for (t, &j) in cols.iter().enumerate() {
+                        b[x * o.n + j] = bc[x * c + t];
+                    }
+                }
+                let p = Problem {
+                    a: Matrix::F32(&a),
+                    b: Matrix::F32(&b),
+                    m: o.m,
+                    n: o.n,
+                    k: o.k,
+                    b_layout: BLayout::Kn,
+                };
+                pr.launches += 1;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
+                clock.mark("verification launch");
+                let observed = pick(&out);
+                verified_elements = observed.len();
+                // the candidates on the compared columns only
+                let sub = Problem {
+                    b: Matrix::F32(&bc),
+                    n: c,
+                    ..p
+                };
+                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
+            }
+            Some(f) => {
+                let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
+                let (cb, sb) = random_mx(f, o.k, o.n, true, o.seed ^ 0xB0B);
+                let p = Problem {
+                    a: Matrix::Mx {
+                        codes: &ca,
+                        scales: &sa,
+                        format: f,
+                    },
+                    b: Matrix::Mx {
+                        codes: &cb,
+                        scales: &sb,
+                        format: f,
+                    },
+                    m: o.m,
+                    n: o.n,
+                    k: o.k,
+                    b_layout: BLayout::Kn,
+                };
+                pr.launches += 1;
+                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
+                    failed: 1,
+                    launches: 1,
+                    first: e.to_string(),
+                })?;
+                clock.mark("verification launch");
+                let observed = pick(&out);
+                verified_elements = observed.len();
+                // the candidates on the compared columns only
+                let kb = o.k / MX_BLOCK;
+                let (cb, sb) = (&cb, &sb);
+                let cbc: Vec<u8> = (0..o.k)
+                    .flat_map(|x| cols.iter().map(move |&j| cb[x * o.n + j]))
+                    .collect();
+                let sbc: Vec<u8> = (0..kb)
+                    .flat_map(|x| cols.iter().map(move |&j| sb[x * o.n + j]))
+                    .collect();
+                let sub = Problem {
+                    b: Matrix::Mx {
+                        codes: &cbc,
+                        scales: &sbc,
+                        format: f,
+                    },
+                    n: c,
+                    ..p
+                };
+                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
+            }
+        }
+        .map_err(RevealError::Inconsistent)?;
+        let mut common: Vec<Order> = ids[0].matches.clone();
+        for id in &ids[1..] {
+            common.retain(|x| id.matches.contains(x));
+        }
+        if let Some((first, rest)) = common.split_first() {
+            order = Some(*first);
+            equivalent = rest.to_vec();
+        }
+        clock.mark("identify among the shape matches");
+    }
+    Ok(Revealed {
+        m: o.m,
+        k: o.k,
+        n: o.n,
+        input: o.input,
+        mx,
+        scheme: pr.scheme,
+        window: pr.window,
+        launches: pr.launches,
+        probes,
+        distinct_probes,
+        shape,
+        checked,
+        disagreements,
+        disagreement_count,
+        shape_matches,
+        order,
+        equivalent,
+        verified_elements,
+        timings: clock.finish(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shape matching compiles one tree per [`shape_key`]: every order of
+    /// the candidate families has its key's shape.
+    #[test]
+    fn shape_key_keeps_the_shape() {
+        for (inputs, k) in [
+            (Inputs::of_type(InType::F32), 96),
+            (Inputs::of_type(InType::Bf16), 256),
+            (Inputs::of_type(InType::E4M3), 256),
+            (Inputs::Mx, 256),
+        ] {
+            let mx = inputs == Inputs::Mx;
+            let family = candidates::family(inputs, k);
+            let mut keyed = 0;
+            for c in &family {
+                let key = shape_key(&c.order);
+                keyed += usize::from(key != c.order);
+                assert!(
+                    order_shape(&c.order, k, mx).canonical() == order_shape(&key, k, mx).canonical(),
+                    "{} vs its key {}",
+                    c.order,
+                    key
+                );
+            }
+            assert!(keyed > family.len() / 2, "the key merges most of the family: {keyed}");
+        }
+    }
+}

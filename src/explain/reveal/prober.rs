@@ -1,0 +1,543 @@
+//! Probe launches: calibration, the lines and diagonal layouts, reading the
+//! answers into the tallies (see the module doc of `reveal`).
+
+use super::tally::{Local, Scopes, Tallies};
+use super::{at, Key, RevealError, RevealOptions, Scheme, MAX_PROBES, NO_WINDOW};
+use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
+use crate::mx::MxFormat;
+use crate::order::InType;
+use crate::subject::Subject;
+
+/// Probe magnitudes for an input type: (small, large) element values.
+pub(super) fn magnitudes(t: InType, mx: bool) -> (f32, f32, Scheme) {
+    let p = |e: i32| 2f32.powi(e);
+    if mx {
+        // the large value lives in the block scale: 2^40 through E8M0
+        return (1.0, p(40), Scheme::Lines);
+    }
+    match t {
+        InType::F32 | InType::Bf16 => (1.0, p(40), Scheme::Lines),
+        InType::F16 => (p(-6), p(14), Scheme::Diagonal),
+        InType::E4M3 => (p(-9), p(8), Scheme::Diagonal),
+        InType::E5M2 => (p(-16), p(15), Scheme::Diagonal),
+    }
+}
+
+/// MX codes of +1, -1 and 0 in `f` (probe values are `+-1 * 2^s`, the
+/// power of two in the block's E8M0 scale).
+#[derive(Clone, Copy)]
+pub(super) struct MxCodes {
+    pub(super) format: MxFormat,
+    pub(super) pos: u8,
+    pub(super) neg: u8,
+    pub(super) zero: u8,
+}
+
+impl MxCodes {
+    pub(super) fn of(format: MxFormat) -> Option<MxCodes> {
+        let f = format.element();
+        let enc = |v: f32| -> Option<u8> {
+            let c = crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).ok()?;
+            (f.decode_f32(c) == v && c <= 0xFF).then_some(c as u8)
+        };
+        Some(MxCodes {
+            format,
+            pos: enc(1.0)?,
+            neg: enc(-1.0)?,
+            zero: enc(0.0)?,
+        })
+    }
+
+    /// (code, E8M0 scale) of a probe value: 0 or +-2^e.
+    pub(super) fn of_value(&self, v: f32) -> (u8, u8) {
+        if v == 0.0 {
+            return (self.zero, 127);
+        }
+        let e = ((v.to_bits() >> 23) & 0xFF) as i32 - 127;
+        (if v > 0.0 { self.pos } else { self.neg }, (127 + e) as u8)
+    }
+}
+
+/// Decodes answers into unit counts (a copy of what the prober knows, so a
+/// launch's answers can be read while the prober runs the next one).
+#[derive(Clone, Copy)]
+pub(super) struct Counter {
+    pub(super) unit: f64,
+    pub(super) kl: usize,
+    pub(super) ratio: f64,
+}
+
+impl Counter {
+    /// The number of units an output value holds.
+    pub(super) fn count(&self, v: f32) -> Option<u32> {
+        let c = v as f64 / self.unit;
+        (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= self.kl as f64).then_some(c as u32)
+    }
+
+    pub(super) fn not_a_count(&self, subject: &str, v: f32, p: u32, q: u32, i: usize, j: usize) -> RevealError {
+        RevealError::Inconsistent(format!(
+            "probe (+B at k={p}, -B at k={q}) at C[{i}, {j}] of {subject} gave {v:e}, not a whole number of units of {:e}: the subject's sum is not a static tree of roundings, or the probe's range ({:e} to a unit) is too small for its accumulator",
+            self.unit, self.ratio
+        ))
+    }
+}
+
+pub(super) struct Prober<'a> {
+    pub(super) subject: &'a dyn Subject,
+    pub(super) o: RevealOptions,
+    /// MX inputs: probes per block (leaf b = block b).
+    pub(super) mx: Option<MxCodes>,
+    /// Leaves: K, or K / 32 for MX.
+    pub(super) kl: usize,
+    pub(super) lo: f32,
+    pub(super) hi: f32,
+    pub(super) scheme: Scheme,
+    pub(super) window: usize,
+    pub(super) launches: usize,
+    pub(super) tallies: Tallies,
+    /// Where windowed probes count units.
+    pub(super) scopes: Scopes,
+    /// Seconds building launch inputs, in the subject, and reading answers.
+    pub(super) spent: [f64; 3],
+    /// A and B of the last launch (their allocations are reused).
+    pub(super) buffers: (Vec<f32>, Vec<f32>),
+}
+
+/// `v` as `len` copies of `value` (keeping its allocation).
+pub(super) fn refill(v: &mut Vec<f32>, len: usize, value: f32) {
+    v.clear();
+    v.resize(len, value);
+}
+
+/// Rows read per block when a launch's answers are read in parallel: a
+/// function of M only, so the tallies are the same on any thread count.
+pub(super) fn row_block(m: usize) -> usize {
+    m.div_ceil(64).max(1)
+}
+
+impl Prober<'_> {
+    /// Runs one launch given in leaf space (`a` [M, kl], `b` [kl, N]).
+    pub(super) fn run(&mut self, a: &[f32], b: &[f32]) -> Result<Vec<f32>, String> {
+        self.launches += 1;
+        let (m, k, n, kl) = (self.o.m, self.o.k, self.o.n, self.kl);
+        let out = match self.mx {
+            None => {
+                let p = Problem {
+                    a: Matrix::F32(a),
+                    b: Matrix::F32(b),
+                    m,
+                    n,
+                    k,
+                    b_layout: BLayout::Kn,
+                };
+                self.subject.run(&p, None)
+            }
+            Some(mc) => {
+                // leaf b -> the first element of block b; the rest zero
+                let (mut ca, mut sa) = (vec![mc.zero; m * k], vec![127u8; m * kl]);
+                for i in 0..m {
+                    for x in 0..kl {
+                        let (c, s) = mc.of_value(a[i * kl + x]);
+                        ca[i * k + x * MX_BLOCK] = c;
+                        sa[i * kl + x] = s;
+                    }
+                }
+                let (mut cb, mut sb) = (vec![mc.zero; k * n], vec![127u8; kl * n]);
+                for x in 0..kl {
+                    for j in 0..n {
+                        let (c, s) = mc.of_value(b[x * n + j]);
+                        cb[x * MX_BLOCK * n + j] = c;
+                        sb[x * n + j] = s;
+                    }
+                }
+                let p = Problem {
+                    a: Matrix::Mx {
+                        codes: &ca,
+                        scales: &sa,
+                        format: mc.format,
+                    },
+                    b: Matrix::Mx {
+                        codes: &cb,
+                        scales: &sb,
+                        format: mc.format,
+                    },
+                    m,
+                    n,
+                    k,
+                    b_layout: BLayout::Kn,
+                };
+                self.subject.run(&p, None)
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        if out.len() != m * n {
+            return Err(format!(
+                "{} answered {} values for an [{m}, {n}] output",
+                self.subject.name(),
+                out.len()
+            ));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn counter(&self) -> Counter {
+        Counter {
+            unit: self.lo as f64 * self.lo as f64,
+            kl: self.kl,
+            ratio: (self.hi as f64 / self.lo as f64).powi(match self.scheme {
+                Scheme::Lines => 1,
+                Scheme::Diagonal => 2,
+            }),
+        }
+    }
+
+    /// Runs `count` launches, each built when it is due (so only one
+    /// launch's inputs are held at a time) and its answers handed to
+    /// `take` (launch number, index, output). Every launch runs even when
+    /// some fail (a file subject writes every missing job at once); the
+    /// first unreadable answer stops the round.
+    pub(super) fn launch_all(
+        &mut self,
+        count: usize,
+        mut build: impl FnMut(usize, &mut Vec<f32>, &mut Vec<f32>),
+        mut take: impl FnMut(&mut Tallies, usize, usize, &[f32]) -> Result<(), RevealError>,
+    ) -> Result<(), RevealError> {
+        let mut first = None;
+        let mut failed = 0;
+        // the launch inputs, reused from launch to launch (a fresh 64 MiB
+        // buffer per launch costs more in page faults than filling it)
+        let (mut a, mut b) = std::mem::take(&mut self.buffers);
+        for i in 0..count {
+            let t0 = std::time::Instant::now();
+            build(i, &mut a, &mut b);
+            let id = self.launches;
+            let t1 = std::time::Instant::now();
+            let ran = self.run(&a, &b);
+            let t2 = std::time::Instant::now();
+            self.spent[0] += (t1 - t0).as_secs_f64();
+            self.spent[1] += (t2 - t1).as_secs_f64();
+            match ran {
+                Ok(out) => {
+                    if first.is_none() {
+                        take(&mut self.tallies, id, i, &out)?;
+                    }
+                    self.spent[2] += t2.elapsed().as_secs_f64();
+                }
+                Err(e) => {
+                    failed += 1;
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        self.buffers = (a, b);
+        match first {
+            Some(first) => Err(RevealError::Subject {
+                failed,
+                launches: count,
+                first,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The largest window size whose unit counts come back exact: one
+    /// calibration launch (more only when neither M nor N has room for
+    /// the sizes tried), the sizes laid out along the longer of rows and
+    /// columns (so a GEMV, M = 1, is calibrated too).
+    pub(super) fn calibrate(&mut self) -> Result<usize, RevealError> {
+        let (m, kl, n, lo) = (self.o.m, self.kl, self.o.n, self.lo);
+        let mut sizes: Vec<usize> = vec![kl];
+        for s in [2048usize, 256, 16] {
+            if s < kl {
+                sizes.push(s);
+            }
+        }
+        // the largest odd count of each size: exact only if every count up
+        // to the size is (an odd count needs every bit of its width)
+        let odd: Vec<usize> = sizes.iter().map(|&s| s - 1 + (s & 1)).collect();
+        let cols = n >= m;
+        let per = (if cols { n } else { m }).min(sizes.len());
+        let nl = sizes.len().div_ceil(per);
+        let which = |l: usize, t: usize| l * per + t % per.min(sizes.len() - l * per);
+        let mut got: Vec<Option<f32>> = vec![None; sizes.len()];
+        let mut exact = vec![true; sizes.len()];
+        let ct = self.counter();
+        self.launch_all(
+            nl,
+            |l, a, b| {
+                if cols {
+                    // row by row of B (a column at a time is a strided
+                    // write per term: slow at K x N = 4096 x 4096)
+                    let count: Vec<usize> = (0..n).map(|j| odd[which(l, j)]).collect();
+                    refill(b, kl * n, 0.0);
+                    for (x, row) in b.chunks_mut(n).enumerate() {
+                        for (v, &c) in row.iter_mut().zip(&count) {
+                            if x < c {
+                                *v = lo;
+                            }
+                        }
+                    }
+                    refill(a, m * kl, lo);
+                } else {
+                    refill(a, m * kl, 0.0);
+                    for i in 0..m {
+                        a[i * kl..i * kl + odd[which(l, i)]].fill(lo);
+                    }
+                    refill(b, kl * n, lo);
+                }
+            },
+            |_, _, l, out| {
+                use rayon::prelude::*;
+                // per block of rows: (exact, first value) per size
+                let blocks: Vec<(Vec<bool>, Vec<Option<f32>>)> = out
+                    .par_chunks(row_block(m) * n)
+                    .enumerate()
+                    .map(|(bi, block)| {
+                        let mut ex = vec![true; sizes.len()];
+                        let mut first: Vec<Option<f32>> = vec![None; sizes.len()];
+                        for (r, row) in block.chunks(n).enumerate() {
+                            let i = bi * row_block(m) + r;
+                            for (j, &v) in row.iter().enumerate() {
+                                let s = which(l, if cols { j } else { i });
+                                if ct.count(v) != Some(odd[s] as u32) {
+                                    ex[s] = false;
+                                }
+                                first[s].get_or_insert(v);
+                            }
+                        }
+                        (ex, first)
+                    })
+                    .collect();
+                for (ex, first) in blocks {
+                    for s in 0..sizes.len() {
+                        exact[s] &= ex[s];
+                        if let Some(v) = first[s] {
+                            got[s].get_or_insert(v);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        match (0..sizes.len()).find(|&i| exact[i]) {
+            Some(i) if (i..sizes.len()).all(|j| exact[j]) => Ok(sizes[i]),
+            _ => {
+                let seen: Vec<String> = (0..sizes.len())
+                    .map(|s| {
+                        format!(
+                            "{} units gave {:e}{}",
+                            odd[s],
+                            got[s].unwrap_or(f32::NAN),
+                            if exact[s] { "" } else { " (wrong)" }
+                        )
+                    })
+                    .collect();
+                Err(RevealError::Inconsistent(format!(
+                    "{} does not return sums of units exactly (units of {:e}: {}): not a sum of the products, or an output too narrow to count even {} units",
+                    self.subject.name(),
+                    ct.unit,
+                    seen.join(", "),
+                    odd[sizes.len() - 1]
+                )))
+            }
+        }
+    }
+
+    /// L(p, q) for every pair (the requested probes; their answers are
+    /// tallied, see [`Tallies`]).
+    pub(super) fn measure(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
+        let windowed = self.window < self.kl;
+        let w = self.window;
+        let nw = |p: u32| if windowed { self.scopes.n_windows(p, w) } else { 1 };
+        let need: u128 = pairs.iter().map(|&(p, _)| nw(p) as u128).sum();
+        if self.tallies.first.len() as u128 + need > MAX_PROBES as u128 {
+            return Err(RevealError::Options(format!(
+                "this round needs {need} probes ({} pairs, windows of {w} units) after {} already: more than reveal's limit of {} distinct probes",
+                pairs.len(),
+                self.tallies.first.len(),
+                crate::limits::show(MAX_PROBES)
+            )));
+        }
+        let probes: Vec<Key> = pairs
+            .iter()
+            .flat_map(|&(p, q)| (0..nw(p) as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
+            .collect();
+        match self.scheme {
+            Scheme::Lines => self.measure_lines(&probes)?,
+            Scheme::Diagonal => self.measure_diagonal(&probes)?,
+        }
+        let (t, sc) = (&self.tallies, &self.scopes);
+        let missing = || RevealError::Inconsistent("a probe was not placed".into());
+        pairs
+            .iter()
+            .map(|&(p, q)| {
+                if !windowed {
+                    return t.value(&(p, q, NO_WINDOW)).ok_or_else(missing);
+                }
+                let lost = (0..sc.n_windows(p, w) as u32).try_fold(0u32, |acc, c| {
+                    t.value(&(p, q, c)).map(|v| acc + v - 2).ok_or_else(missing)
+                })?;
+                // every unit of the scope lost: the ancestor the set hangs from
+                Ok(match sc.ceiling(p) {
+                    Some(ceiling) if lost as usize == sc.leaves(p).len() - 2 => ceiling,
+                    _ => 2 + lost,
+                })
+            })
+            .collect()
+    }
+
+    /// One probe per line, along the longer of columns and rows: line s
+    /// holds a whole probe in one operand (`+B` at p, `-B` at q, units at
+    /// the terms it counts: every other term, or its window's; 0 elsewhere)
+    /// and the other operand is all units, so one launch answers
+    /// `max(M, N)` arbitrary probes whatever sets they come from. Lines
+    /// beyond the probes repeat them, and every row (column) of a line
+    /// answers it again: all are checked.
+    pub(super) fn measure_lines(&mut self, probes: &[Key]) -> Result<(), RevealError> {
+        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let cols = n >= m;
+        let slots = if cols { n } else { m };
+        let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
+        let ct = self.counter();
+        let name = self.subject.name();
+        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
+        let sc = &scopes;
+        // the probe's line in leaf space: `put(x, value)` for every
+        // nonzero term (the line starts as 0, or as units when it counts
+        // every term)
+        let line = |&(p, q, c): &Key, put: &mut dyn FnMut(usize, f32)| {
+            if c != NO_WINDOW {
+                sc.window(p, q, w, c).for_each(|x| put(x as usize, lo));
+            }
+            put(p as usize, hi);
+            put(q as usize, -hi);
+        };
+        let fill = |chunk: &[Key]| {
+            if chunk.iter().any(|k| k.2 != NO_WINDOW) {
+                0f32
+            } else {
+                lo
+            }
+        };
+        let active = |&(p, _, c): &Key| -> u32 {
+            if c == NO_WINDOW {
+                kl as u32 - 2
+            } else {
+                sc.window_len(p, w, c)
+            }
+        };
+        let done = self.launch_all(
+            chunks.len(),
+            |li, a, b| {
+                let chunk = chunks[li];
+                let used = chunk.len();
+                if cols {
+                    refill(b, kl * n, fill(chunk));
+                    for j in 0..n {
+                        line(&chunk[j % used], &mut |x, v| b[x * n + j] = v);
+                    }
+                    refill(a, m * kl, lo);
+                } else {
+                    refill(a, m * kl, fill(chunk));
+                    for i in 0..m {
+                        let row = &mut a[i * kl..(i + 1) * kl];
+                        line(&chunk[i % used], &mut |x, v| row[x] = v);
+                    }
+                    refill(b, kl * n, lo);
+                }
+            },
+            |t, id, li, out| {
+                use rayon::prelude::*;
+                let chunk = chunks[li];
+                let used = chunk.len();
+                let act: Vec<u32> = chunk.iter().map(active).collect();
+                // blocks of rows read in parallel, each line's tallies
+                // folded in row order: the same as one pass over the rows
+                let rb = row_block(m);
+                let blocks: Vec<Result<Vec<Local>, RevealError>> = out
+                    .par_chunks(rb * n)
+                    .enumerate()
+                    .map(|(bi, block)| {
+                        let mut local = vec![Local::default(); used];
+                        for (r, row) in block.chunks(n).enumerate() {
+                            let i = bi * rb + r;
+                            for (j, &v) in row.iter().enumerate() {
+                                let s = if cols { j } else { i } % used;
+                                let got = ct
+                                    .count(v)
+                                    .filter(|&x| x <= act[s])
+                                    .ok_or_else(|| ct.not_a_count(&name, v, chunk[s].0, chunk[s].1, i, j))?;
+                                local[s].add(act[s] - got + 2, at(id, i, j));
+                            }
+                        }
+                        Ok(local)
+                    })
+                    .collect();
+                let mut local = vec![Local::default(); used];
+                for block in blocks {
+                    for (s, lt) in block?.into_iter().enumerate() {
+                        local[s].absorb(lt);
+                    }
+                }
+                for (s, lt) in local.iter().enumerate() {
+                    lt.merge(chunk[s], t);
+                }
+                Ok(())
+            },
+        );
+        self.scopes = scopes;
+        done
+    }
+
+    /// Both factors carry the large values (the narrow types' range), so
+    /// only the diagonal elements are probes: `min(M, N)` per launch.
+    pub(super) fn measure_diagonal(&mut self, probes: &[Key]) -> Result<(), RevealError> {
+        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let slots = m.min(n);
+        let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
+        let ct = self.counter();
+        let name = self.subject.name();
+        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
+        let sc = &scopes;
+        let active = |&(p, _, c): &Key| -> u32 {
+            if c == NO_WINDOW {
+                kl as u32 - 2
+            } else {
+                sc.window_len(p, w, c)
+            }
+        };
+        let done = self.launch_all(
+            chunks.len(),
+            |li, a, b| {
+                refill(a, m * kl, 0.0);
+                refill(b, kl * n, lo);
+                for (i, &(p, q, c)) in chunks[li].iter().enumerate() {
+                    let row = &mut a[i * kl..(i + 1) * kl];
+                    if c == NO_WINDOW {
+                        row.fill(lo);
+                    } else {
+                        sc.window(p, q, w, c).for_each(|x| row[x as usize] = lo);
+                    }
+                    row[p as usize] = hi;
+                    row[q as usize] = hi;
+                    b[p as usize * n + i] = hi;
+                    b[q as usize * n + i] = -hi;
+                }
+            },
+            |t, id, li, out| {
+                for (i, key) in chunks[li].iter().enumerate() {
+                    let v = out[i * n + i];
+                    let act = active(key);
+                    let c = ct
+                        .count(v)
+                        .filter(|&c| c <= act)
+                        .ok_or_else(|| ct.not_a_count(&name, v, key.0, key.1, i, i))?;
+                    t.add(*key, act - c + 2, 1, at(id, i, i));
+                }
+                Ok(())
+            },
+        );
+        self.scopes = scopes;
+        done
+    }
+}
