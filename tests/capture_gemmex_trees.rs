@@ -24,11 +24,14 @@
 mod common;
 
 use common::committed_capture;
+use common::trees::{
+    self, assert_family_names_variants, assert_none_match, exchange, interleaved_parts, planted, shape_of,
+};
+use common::vendor_rows::{differing, Operands, VendorCapture};
 use mxbi::device::capture::Capture;
-use mxbi::device::vendor::{self, CaseId, Dtype, RowStatus, Variant, VendorReport};
+use mxbi::device::vendor::CaseId;
 use mxbi::explain::candidates::{family, Inputs};
 use mxbi::explain::Shape;
-use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
 use mxbi::order::{InType, Node, NodeId, Order, Tree};
 
 /// GemmEx: K, the M probed, the order, and the parts (first k of each).
@@ -40,14 +43,8 @@ const GEMMEX_PARTS: [usize; 3] = [0, 2432, 4864];
 const TK: usize = 4096;
 const TORCH: &str = "fma;ktile=64;split=16/interleave;reduce=butterfly";
 
-fn capture() -> Capture {
-    let c = Capture::open_anchored(&committed_capture("reveal-gemmex")).expect("anchored capture reveal-gemmex");
-    c.verify_all().unwrap();
-    c
-}
-
 fn listing(name: &str) -> String {
-    String::from_utf8(capture().read(name).unwrap()).unwrap()
+    trees::listing("reveal-gemmex", name)
 }
 
 fn gemmex_listing(m: usize) -> String {
@@ -55,24 +52,17 @@ fn gemmex_listing(m: usize) -> String {
 }
 
 fn gemmex(m: usize) -> Shape {
-    Shape::parse_listing(&gemmex_listing(m), GK).unwrap_or_else(|e| panic!("M = {m}: {e}"))
+    trees::parse(&gemmex_listing(m), GK, &format!("M = {m}"))
 }
 
 fn torch() -> Shape {
     Shape::parse_listing(&listing("torch-f32-k4096-m1.tree"), TK).unwrap()
 }
 
-fn shape_of(spec: &str, k: usize) -> Shape {
-    let o: Order = spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}"));
-    Shape::of_tree(&o.compile(k))
-}
-
 #[test]
 fn the_capture_holds_two_trees() {
-    let c = capture();
-    let names: Vec<&str> = c.manifest.files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
-        names,
+        trees::file_names("reveal-gemmex"),
         [
             "gemmex-bf16-k7168-m1.tree",
             "gemmex-bf16-k7168-m8.tree",
@@ -180,27 +170,24 @@ fn the_gemmex_tree_is_split_k_3_in_whole_128_k_tiles() {
 #[test]
 fn near_orders_and_a_planted_swap_do_not_match_the_gemmex_tree() {
     let c = gemmex(1);
-    for spec in [
-        "hopper-bf16;split=3",
-        "hopper-bf16;split=3;reduce=pairwise",
-        "hopper-bf16;ktile=2304;tile=fresh",
-        "hopper-bf16;ktile=2560;tile=fresh",
-        "hopper-bf16;split=2",
-        "hopper-bf16",
-        "hopper-bf16;ktile=128;tile=fresh",
-        "mma(k=32,f=25);ktile=2432;tile=fresh",
-        "fma;ktile=2432;tile=fresh",
-    ] {
-        assert!(c != shape_of(spec, GK), "{spec} matches the capture");
-    }
+    assert_none_match(
+        &c,
+        &[
+            "hopper-bf16;split=3",
+            "hopper-bf16;split=3;reduce=pairwise",
+            "hopper-bf16;ktile=2304;tile=fresh",
+            "hopper-bf16;ktile=2560;tile=fresh",
+            "hopper-bf16;split=2",
+            "hopper-bf16",
+            "hopper-bf16;ktile=128;tile=fresh",
+            "mma(k=32,f=25);ktile=2432;tile=fresh",
+            "fma;ktile=2432;tile=fresh",
+        ],
+        GK,
+    );
     let text = gemmex_listing(1);
     assert!(text.contains(" k2431)\n") && text.contains("n152 = sum(k2432, "));
-    let swapped = text
-        .replace(" k2431)", " kX)")
-        .replace("(k2432, ", "(k2431, ")
-        .replace(" kX)", " k2432)");
-    let s = Shape::parse_listing(&swapped, GK).unwrap();
-    assert_eq!(s.leaves(), GK);
+    let s = planted(&exchange(&text, "k2431", "k2432"), GK);
     assert!(
         s != shape_of(GEMMEX, GK),
         "a swap across the part boundary went unnoticed"
@@ -246,20 +233,7 @@ fn butterfly16(p: impl Fn(usize) -> Comb + Copy) -> Comb {
 }
 
 fn torch_tree(comb: &Comb) -> Tree {
-    const PARTS: usize = 16;
-    const TILE: usize = 64;
-    let mut nodes = vec![Node::Zero];
-    let mut part = [0 as NodeId; PARTS];
-    for (p, slot) in part.iter_mut().enumerate() {
-        let mut acc: NodeId = 0;
-        for t in (p..TK / TILE).step_by(PARTS) {
-            for k in t * TILE..(t + 1) * TILE {
-                nodes.push(Node::Fma { acc, k: k as u32 });
-                acc = (nodes.len() - 1) as NodeId;
-            }
-        }
-        *slot = acc;
-    }
+    let (mut nodes, part) = interleaved_parts(TK, 16, 64);
     fn emit(c: &Comb, part: &[NodeId], nodes: &mut Vec<Node>) -> NodeId {
         match c {
             Comb::Part(p) => part[*p],
@@ -297,19 +271,21 @@ fn the_torch_tree_is_a_butterfly_over_sixteen_interleaved_parts() {
 #[test]
 fn near_orders_and_a_planted_swap_do_not_match_the_torch_tree() {
     let c = torch();
-    for spec in [
-        "fma;ktile=64;split=16/interleave",
-        "fma;ktile=64;split=16/interleave;reduce=pairwise",
-        "fma;ktile=32;split=16/interleave;reduce=butterfly",
-        "fma;ktile=128;split=16/interleave;reduce=butterfly",
-        "fma;ktile=64;split=8/interleave;reduce=butterfly",
-        "fma;ktile=64;split=32/interleave;reduce=butterfly",
-        "fma;split=16;reduce=butterfly",
-        "fma;ktile=512;tile=fresh;lanes=16;reduce=serial",
-        "fma;lanes=16",
-    ] {
-        assert!(c != shape_of(spec, TK), "{spec} matches the capture");
-    }
+    assert_none_match(
+        &c,
+        &[
+            "fma;ktile=64;split=16/interleave",
+            "fma;ktile=64;split=16/interleave;reduce=pairwise",
+            "fma;ktile=32;split=16/interleave;reduce=butterfly",
+            "fma;ktile=128;split=16/interleave;reduce=butterfly",
+            "fma;ktile=64;split=8/interleave;reduce=butterfly",
+            "fma;ktile=64;split=32/interleave;reduce=butterfly",
+            "fma;split=16;reduce=butterfly",
+            "fma;ktile=512;tile=fresh;lanes=16;reduce=serial",
+            "fma;lanes=16",
+        ],
+        TK,
+    );
     let swap = |i: usize| {
         Comb::Part(match i {
             7 => 14,
@@ -328,95 +304,35 @@ fn near_orders_and_a_planted_swap_do_not_match_the_torch_tree() {
 #[test]
 fn the_candidate_family_names_the_torch_tree() {
     let c = torch();
-    let fam = family(Inputs::of_type(InType::F32), TK);
-    let mut hits: Vec<String> = fam
-        .iter()
-        .filter(|cand| Shape::of_tree(&cand.order.compile(TK)) == c)
-        .map(|cand| cand.order.to_string())
-        .collect();
-    hits.sort();
-    let mut want: Vec<String> = ["fma", "muladd"]
-        .iter()
-        .flat_map(|f| {
-            ["", ";out=bf16", ";out=f16"]
-                .iter()
-                .map(move |out| format!("{f};ktile=64;split=16/interleave;reduce=butterfly{out}"))
-        })
-        .collect();
-    want.sort();
-    assert_eq!(hits, want, "of {} candidates", fam.len());
-}
-
-fn bf16_row(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(2)
-        .map(|b| f32::from_bits((u16::from_le_bytes(b.try_into().unwrap()) as u32) << 16))
-        .collect()
-}
-
-fn differing(a: &[f32], b: &[f32]) -> usize {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
+    assert_family_names_variants(
+        Inputs::of_type(InType::F32),
+        TK,
+        &c,
+        ";ktile=64;split=16/interleave;reduce=butterfly",
+    );
 }
 
 /// The GemmEx anchor rows of the committed `vendor` capture at K = 7168 and
 /// M, every position, and the model's row under `order` on the suite's own
 /// inputs (regenerated from its seed, bf16 values widened to f32).
 struct GemmexRows {
-    anchor: Vec<f32>,
-    weights: Vec<f32>,
-    n: usize,
-    report: VendorReport,
-    data: Vec<u8>,
+    capture: VendorCapture,
+    x: Operands,
 }
 
 impl GemmexRows {
     fn open() -> GemmexRows {
-        let c = Capture::open_anchored(&committed_capture("vendor")).expect("anchored vendor capture");
-        let report: VendorReport = c.read_json("report.json").unwrap();
-        let data = c.read("rows.bin").unwrap();
-        let shape = report.options.shapes.iter().find(|s| s.k == GK).unwrap().clone();
-        let seed = report.options.seed;
-        GemmexRows {
-            anchor: bf16_row(&vendor::anchor(Dtype::Bf16, &shape, seed)),
-            weights: bf16_row(&vendor::weights(Dtype::Bf16, &shape, seed)),
-            n: shape.n,
-            report,
-            data,
-        }
+        let capture = VendorCapture::open();
+        let x = capture.inputs(CaseId::GemmexBf16, GK);
+        GemmexRows { capture, x }
     }
 
     fn rows(&self, m: usize) -> Vec<(String, Vec<f32>)> {
-        let rows: Vec<(String, Vec<f32>)> = self
-            .report
-            .rows
-            .iter()
-            .filter(|e| {
-                e.case == CaseId::GemmexBf16
-                    && e.variant == Variant::Heuristic
-                    && e.shape == format!("n2048-k{GK}")
-                    && e.m == m
-                    && e.status == RowStatus::Ok
-            })
-            .map(|e| {
-                let (o, b) = (e.offset.unwrap() as usize, e.bytes.unwrap() as usize);
-                (e.position.clone(), bf16_row(&self.data[o..o + b]))
-            })
-            .collect();
-        assert!(!rows.is_empty(), "M = {m}: no captured rows");
-        rows
+        self.capture.some_rows(CaseId::GemmexBf16, GK, m)
     }
 
     fn order_row(&self, order: &str) -> Vec<f32> {
-        let p = Problem {
-            a: Matrix::F32(&self.anchor),
-            b: Matrix::F32(&self.weights),
-            m: 1,
-            n: self.n,
-            k: GK,
-            b_layout: BLayout::Nk,
-        };
-        gemm(&order.parse().unwrap(), &p, None).unwrap()
+        self.x.order_row(order)
     }
 }
 

@@ -10,8 +10,9 @@
 mod common;
 
 use common::committed_capture;
+use common::trees::{self, assert_family_names_variants, assert_none_match, exchange, planted};
 use mxbi::device::capture::Capture;
-use mxbi::explain::candidates::{family, Inputs};
+use mxbi::explain::candidates::Inputs;
 use mxbi::explain::Shape;
 use mxbi::order::{InType, Order};
 
@@ -21,18 +22,15 @@ const TREE_FILE: &str = "sgemm-k4096-m1.tree";
 
 /// The anchored listing, as text.
 fn listing() -> String {
-    let c = Capture::open_anchored(&committed_capture("reveal-gemv")).expect("anchored capture reveal-gemv");
-    c.verify_all().unwrap();
-    String::from_utf8(c.read(TREE_FILE).unwrap()).unwrap()
+    trees::listing("reveal-gemv", TREE_FILE)
 }
 
 fn captured() -> Shape {
-    Shape::parse_listing(&listing(), K).unwrap_or_else(|e| panic!("{TREE_FILE}: {e}"))
+    trees::parse(&listing(), K, TREE_FILE)
 }
 
 fn shape_of(spec: &str) -> Shape {
-    let o: Order = spec.parse().unwrap_or_else(|e| panic!("{e}"));
-    Shape::of_tree(&o.compile(K))
+    trees::shape_of(spec, K)
 }
 
 #[test]
@@ -54,29 +52,26 @@ fn the_captured_tree_is_lanes_cut_into_fresh_k_tiles() {
 #[test]
 fn near_orders_and_a_planted_swap_do_not_match() {
     let c = captured();
-    for spec in [
-        "fma;lanes=16;ktile=256;tile=fresh;reduce=serial",
-        "fma;lanes=16;ktile=1024;tile=fresh;reduce=serial",
-        "fma;lanes=16;ktile=512;tile=fresh",
-        "fma;lanes=16;ktile=512;tile=fresh;reduce=pairwise",
-        "fma;lanes=8;ktile=512;tile=fresh;reduce=serial",
-        "fma;lanes=32;ktile=512;tile=fresh;reduce=serial",
-        "fma;lanes=16;reduce=serial",
-        "fma;lanes=16",
-        "fma;ktile=512;tile=fresh",
-        "fma;ktile=32;split=16/interleave",
-    ] {
-        assert!(c != shape_of(spec), "{spec} matches the capture");
-    }
+    assert_none_match(
+        &c,
+        &[
+            "fma;lanes=16;ktile=256;tile=fresh;reduce=serial",
+            "fma;lanes=16;ktile=1024;tile=fresh;reduce=serial",
+            "fma;lanes=16;ktile=512;tile=fresh",
+            "fma;lanes=16;ktile=512;tile=fresh;reduce=pairwise",
+            "fma;lanes=8;ktile=512;tile=fresh;reduce=serial",
+            "fma;lanes=32;ktile=512;tile=fresh;reduce=serial",
+            "fma;lanes=16;reduce=serial",
+            "fma;lanes=16",
+            "fma;ktile=512;tile=fresh",
+            "fma;ktile=32;split=16/interleave",
+        ],
+        K,
+    );
     // k16 (lane 0) and k17 (lane 1) exchanged in the listing
     let text = listing();
     assert!(text.contains("n0 = sum(k0, k16)\n") && text.contains(" k17)\n"));
-    let swapped = text
-        .replace("k16)", "kX)")
-        .replace("k17)", "k16)")
-        .replace("kX)", "k17)");
-    let s = Shape::parse_listing(&swapped, K).unwrap();
-    assert_eq!(s.leaves(), K);
+    let s = planted(&exchange(&text, "k16)", "k17)"), K);
     assert!(s != shape_of(ORDER), "a swap of two leaves across lanes went unnoticed");
 }
 
@@ -86,23 +81,12 @@ fn near_orders_and_a_planted_swap_do_not_match() {
 #[test]
 fn the_candidate_family_names_the_captured_tree() {
     let c = captured();
-    let fam = family(Inputs::of_type(InType::F32), K);
-    let mut matches: Vec<String> = fam
-        .iter()
-        .filter(|cand| Shape::of_tree(&cand.order.compile(K)) == c)
-        .map(|cand| cand.order.to_string())
-        .collect();
-    matches.sort();
-    let mut want: Vec<String> = ["fma", "muladd"]
-        .iter()
-        .flat_map(|f| {
-            ["", ";out=bf16", ";out=f16"]
-                .iter()
-                .map(move |out| format!("{f};ktile=512;tile=fresh;lanes=16;reduce=serial{out}"))
-        })
-        .collect();
-    want.sort();
-    assert_eq!(matches, want, "of {} candidates", fam.len());
+    assert_family_names_variants(
+        Inputs::of_type(InType::F32),
+        K,
+        &c,
+        ";ktile=512;tile=fresh;lanes=16;reduce=serial",
+    );
 }
 
 /// The anchored file is the `tree` of the logged run (2026-12-01), which

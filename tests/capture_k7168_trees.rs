@@ -24,12 +24,14 @@
 mod common;
 
 use common::committed_capture;
+use common::trees::{self, assert_none_match, exchange, family_matches, interleaved_parts, numeric_variants, planted};
+use common::vendor_rows::{differing, Operands, VendorCapture};
 use mxbi::device::capture::Capture;
-use mxbi::device::vendor::{self, CaseId, Dtype, RowStatus, Variant, VendorReport};
-use mxbi::explain::candidates::{family, Inputs};
+use mxbi::device::vendor::CaseId;
+use mxbi::explain::candidates::Inputs;
 use mxbi::explain::Shape;
 use mxbi::gemm::eval::evaluate;
-use mxbi::gemm::{gemm, prepare, BLayout, Matrix, Problem};
+use mxbi::gemm::prepare;
 use mxbi::order::{InType, Node, NodeId, Order, Tree};
 
 const K: usize = 7168;
@@ -66,24 +68,17 @@ const SWAPPED: &[&[usize]] = &[
     &[15],
 ];
 
-fn capture() -> Capture {
-    let c = Capture::open_anchored(&committed_capture("reveal-k7168")).expect("anchored capture reveal-k7168");
-    c.verify_all().unwrap();
-    c
-}
-
 /// The anchored listing of M, as text.
 fn listing(m: usize) -> String {
-    String::from_utf8(capture().read(&format!("sgemm-k7168-m{m}.tree")).unwrap()).unwrap()
+    trees::listing("reveal-k7168", &format!("sgemm-k7168-m{m}.tree"))
 }
 
 fn captured(m: usize) -> Shape {
-    Shape::parse_listing(&listing(m), K).unwrap_or_else(|e| panic!("M = {m}: {e}"))
+    trees::parse(&listing(m), K, &format!("M = {m}"))
 }
 
 fn shape_of(spec: &str) -> Shape {
-    let o: Order = spec.parse().unwrap_or_else(|e| panic!("{e}"));
-    Shape::of_tree(&o.compile(K))
+    trees::shape_of(spec, K)
 }
 
 /// The tree of 16 interleaved parts (8-k tiles dealt round-robin, each part
@@ -93,21 +88,11 @@ fn interleaved(groups: &[&[usize]]) -> Tree {
     let mut parts: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
     parts.sort_unstable();
     assert_eq!(parts, (0..PARTS).collect::<Vec<_>>(), "{groups:?}");
-    let mut nodes = vec![Node::Zero];
+    let (mut nodes, part) = interleaved_parts(K, PARTS, TILE);
     let push = |nodes: &mut Vec<Node>, n: Node| -> NodeId {
         nodes.push(n);
         (nodes.len() - 1) as NodeId
     };
-    let mut part: [NodeId; PARTS] = [0; PARTS];
-    for (p, slot) in part.iter_mut().enumerate() {
-        let mut acc: NodeId = 0;
-        for t in (p..K / TILE).step_by(PARTS) {
-            for k in t * TILE..(t + 1) * TILE {
-                acc = push(&mut nodes, Node::Fma { acc, k: k as u32 });
-            }
-        }
-        *slot = acc;
-    }
     let mut root: Option<NodeId> = None;
     for g in groups {
         let mut s = part[g[0]];
@@ -138,10 +123,8 @@ fn refs(g: &[Vec<usize>]) -> Vec<&[usize]> {
 
 #[test]
 fn the_capture_holds_two_trees() {
-    let c = capture();
-    let names: Vec<&str> = c.manifest.files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
-        names,
+        trees::file_names("reveal-k7168"),
         ["2", "4", "8", "17", "32"].map(|m| format!("sgemm-k7168-m{m}.tree"))
     );
     // M = 2, 4, 8 share one listing, M = 17, 32 another
@@ -177,28 +160,25 @@ fn the_small_m_tree_is_lanes_cut_into_fresh_k_tiles() {
 #[test]
 fn near_orders_and_a_planted_swap_do_not_match_the_small_m_tree() {
     let c = captured(2);
-    for spec in [
-        "fma;lanes=16;ktile=128;tile=fresh;reduce=serial",
-        "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
-        "fma;lanes=16;ktile=256;tile=fresh",
-        "fma;lanes=16;ktile=256;tile=fresh;reduce=pairwise",
-        "fma;lanes=8;ktile=256;tile=fresh;reduce=serial",
-        "fma;lanes=32;ktile=256;tile=fresh;reduce=serial",
-        "fma;lanes=16;reduce=serial",
-        "fma;ktile=256;tile=fresh",
-        "fma;ktile=16;split=16/interleave",
-    ] {
-        assert!(c != shape_of(spec), "{spec} matches the capture");
-    }
+    assert_none_match(
+        &c,
+        &[
+            "fma;lanes=16;ktile=128;tile=fresh;reduce=serial",
+            "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
+            "fma;lanes=16;ktile=256;tile=fresh",
+            "fma;lanes=16;ktile=256;tile=fresh;reduce=pairwise",
+            "fma;lanes=8;ktile=256;tile=fresh;reduce=serial",
+            "fma;lanes=32;ktile=256;tile=fresh;reduce=serial",
+            "fma;lanes=16;reduce=serial",
+            "fma;ktile=256;tile=fresh",
+            "fma;ktile=16;split=16/interleave",
+        ],
+        K,
+    );
     // k16 (lane 0) and k17 (lane 1) exchanged in the listing
     let text = listing(2);
     assert!(text.contains("n0 = sum(k0, k16)\n") && text.contains(" k17)\n"));
-    let swapped = text
-        .replace("k16)", "kX)")
-        .replace("k17)", "k16)")
-        .replace("kX)", "k17)");
-    let s = Shape::parse_listing(&swapped, K).unwrap();
-    assert_eq!(s.leaves(), K);
+    let s = planted(&exchange(&text, "k16)", "k17)"), K);
     assert!(s != shape_of(ORDER), "a swap of two leaves across lanes went unnoticed");
 }
 
@@ -220,15 +200,17 @@ fn the_mid_m_tree_is_sixteen_interleaved_parts_in_a_fixed_order() {
     }
     let c = captured(17);
     // the grammar's neighbours
-    for spec in [
-        split16,
-        "fma;ktile=8;split=16/interleave;reduce=pairwise",
-        "fma;ktile=8;split=8/interleave",
-        "fma;ktile=16;split=8/interleave",
-        "fma;ktile=8;split=32/interleave",
-    ] {
-        assert!(c != shape_of(spec), "{spec} matches the capture");
-    }
+    assert_none_match(
+        &c,
+        &[
+            split16,
+            "fma;ktile=8;split=16/interleave;reduce=pairwise",
+            "fma;ktile=8;split=8/interleave",
+            "fma;ktile=16;split=8/interleave",
+            "fma;ktile=8;split=32/interleave",
+        ],
+        K,
+    );
     // the combination one would expect (p_i + p_(i+8), i = 0..7, serial),
     // and the stated one with p7 and p15 exchanged
     let pairs: Vec<Vec<usize>> = (0..8).map(|i| vec![i, i + 8]).collect();
@@ -243,117 +225,43 @@ fn the_mid_m_tree_is_sixteen_interleaved_parts_in_a_fixed_order() {
 #[test]
 fn the_candidate_family_names_the_small_m_tree_and_not_the_mid_m_tree() {
     let (small, mid) = (captured(2), captured(17));
-    let fam = family(Inputs::of_type(InType::F32), K);
-    let mut small_matches = Vec::new();
-    let mut mid_matches = Vec::new();
-    for cand in &fam {
-        let s = Shape::of_tree(&cand.order.compile(K));
-        if s == small {
-            small_matches.push(cand.order.to_string());
-        }
-        if s == mid {
-            mid_matches.push(cand.order.to_string());
-        }
-    }
-    small_matches.sort();
-    let mut want: Vec<String> = ["fma", "muladd"]
-        .iter()
-        .flat_map(|f| {
-            ["", ";out=bf16", ";out=f16"]
-                .iter()
-                .map(move |out| format!("{f};ktile=256;tile=fresh;lanes=16;reduce=serial{out}"))
-        })
-        .collect();
-    want.sort();
-    assert_eq!(small_matches, want, "of {} candidates", fam.len());
-    assert_eq!(mid_matches, Vec::<String>::new(), "of {} candidates", fam.len());
-}
-
-fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-        .collect()
-}
-
-fn differing(a: &[f32], b: &[f32]) -> usize {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
+    let (matches, of) = family_matches(Inputs::of_type(InType::F32), K, &[&small, &mid]);
+    let want = numeric_variants(";ktile=256;tile=fresh;lanes=16;reduce=serial");
+    assert_eq!(matches[0], want, "of {of} candidates");
+    assert_eq!(matches[1], Vec::<String>::new(), "of {of} candidates");
 }
 
 /// The anchor rows cuBLAS sgemm returned at K (N = 2048) and M in the
 /// committed `vendor` capture, every position, with the suite's own inputs
-/// regenerated from its seed: (anchor row, weights `W[N, K]`).
+/// regenerated from its seed (anchor row, weights `W[N, K]`).
 struct VendorRows {
-    k: usize,
-    anchor: Vec<f32>,
-    weights: Vec<f32>,
-    n: usize,
-    report: VendorReport,
-    data: Vec<u8>,
+    capture: VendorCapture,
+    x: Operands,
 }
 
 impl VendorRows {
     fn open(k: usize) -> VendorRows {
-        let c = Capture::open_anchored(&committed_capture("vendor")).expect("anchored vendor capture");
-        let report: VendorReport = c.read_json("report.json").unwrap();
-        let data = c.read("rows.bin").unwrap();
-        let shape = report.options.shapes.iter().find(|s| s.k == k).unwrap().clone();
-        let seed = report.options.seed;
-        VendorRows {
-            k,
-            anchor: f32s(&vendor::anchor(Dtype::F32, &shape, seed)),
-            weights: f32s(&vendor::weights(Dtype::F32, &shape, seed)),
-            n: shape.n,
-            report,
-            data,
-        }
+        let capture = VendorCapture::open();
+        let x = capture.inputs(CaseId::Sgemm, k);
+        VendorRows { capture, x }
     }
 
     fn rows(&self, m: usize) -> Vec<(String, Vec<f32>)> {
-        let rows: Vec<(String, Vec<f32>)> = self
-            .report
-            .rows
-            .iter()
-            .filter(|e| {
-                e.case == CaseId::Sgemm
-                    && e.variant == Variant::Heuristic
-                    && e.shape == format!("n2048-k{}", self.k)
-                    && e.m == m
-                    && e.status == RowStatus::Ok
-            })
-            .map(|e| {
-                let (o, b) = (e.offset.unwrap() as usize, e.bytes.unwrap() as usize);
-                (e.position.clone(), f32s(&self.data[o..o + b]))
-            })
-            .collect();
-        assert!(!rows.is_empty(), "K = {} M = {m}: no captured rows", self.k);
-        rows
-    }
-
-    fn problem(&self) -> Problem<'_> {
-        Problem {
-            a: Matrix::F32(&self.anchor),
-            b: Matrix::F32(&self.weights),
-            m: 1,
-            n: self.n,
-            k: self.k,
-            b_layout: BLayout::Nk,
-        }
+        self.capture.some_rows(CaseId::Sgemm, self.x.k, m)
     }
 
     /// The model's anchor row under `order`.
     fn order_row(&self, order: &str) -> Vec<f32> {
-        gemm(&order.parse().unwrap(), &self.problem(), None).unwrap()
+        self.x.order_row(order)
     }
 
     /// The model's anchor row under a tree of fma steps and adds, by the
     /// generic evaluator.
     fn tree_row(&self, tree: &Tree) -> Vec<f32> {
         let o: Order = "fma".parse().unwrap();
-        let prep = prepare(&o, &self.problem()).unwrap();
+        let prep = prepare(&o, &self.x.problem()).unwrap();
         let mut scratch = Vec::new();
-        (0..self.n)
+        (0..self.x.n)
             .map(|j| evaluate(tree, &o, &prep, 0, j, &mut scratch, None))
             .collect()
     }

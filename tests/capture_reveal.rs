@@ -9,10 +9,11 @@
 mod common;
 
 use common::committed_capture;
+use common::vendor_rows::{differing, VendorCapture};
 use mxbi::device::capture::Capture;
-use mxbi::device::vendor::{self, CaseId, Dtype, RowStatus, Variant, VendorReport};
+use mxbi::device::vendor::CaseId;
 use mxbi::explain::diverge;
-use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::gemm::gemm;
 use mxbi::order::Order;
 
 /// What reveal named on the H200 (`order` of `sgemm-k<K>-m<M>.json`); a
@@ -31,81 +32,6 @@ const NAMED: &[(usize, usize, &str)] = &[
     (2048, 4096, "fma"),
     (7168, 1, "fma;lanes=32"),
 ];
-
-/// The vendor suite's inputs for `sgemm` at K (N = 2048): the anchor row
-/// `[1, K]` and the weights `W[N, K]` (Y = X Wᵀ, so B is `nk`).
-struct Inputs {
-    k: usize,
-    n: usize,
-    anchor: Vec<f32>,
-    weights: Vec<f32>,
-}
-
-fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-        .collect()
-}
-
-fn inputs(report: &VendorReport, k: usize) -> Inputs {
-    let shape = report
-        .options
-        .shapes
-        .iter()
-        .find(|s| s.k == k)
-        .expect("shape in the vendor capture");
-    let seed = report.options.seed;
-    Inputs {
-        k,
-        n: shape.n,
-        anchor: f32s(&vendor::anchor(Dtype::F32, shape, seed)),
-        weights: f32s(&vendor::weights(Dtype::F32, shape, seed)),
-    }
-}
-
-/// The CPU model's anchor row under `order`.
-fn model_row(x: &Inputs, order: &Order) -> Vec<f32> {
-    let p = Problem {
-        a: Matrix::F32(&x.anchor),
-        b: Matrix::F32(&x.weights),
-        m: 1,
-        n: x.n,
-        k: x.k,
-        b_layout: BLayout::Nk,
-    };
-    gemm(order, &p, None).unwrap()
-}
-
-/// The captured `sgemm` anchor rows at (K, M), one per position.
-fn captured_rows(report: &VendorReport, data: &[u8], k: usize, m: usize) -> Vec<(String, Vec<f32>)> {
-    let shape = format!("n2048-k{k}");
-    report
-        .rows
-        .iter()
-        .filter(|e| {
-            e.case == CaseId::Sgemm
-                && e.variant == Variant::Heuristic
-                && e.shape == shape
-                && e.m == m
-                && e.status == RowStatus::Ok
-        })
-        .map(|e| {
-            let (o, b) = (e.offset.unwrap() as usize, e.bytes.unwrap() as usize);
-            (e.position.clone(), f32s(&data[o..o + b]))
-        })
-        .collect()
-}
-
-fn differing(a: &[f32], b: &[f32]) -> usize {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
-}
-
-fn vendor_capture() -> (VendorReport, Vec<u8>) {
-    let c = Capture::open_anchored(&committed_capture("vendor")).expect("anchored vendor capture");
-    (c.read_json("report.json").unwrap(), c.read("rows.bin").unwrap())
-}
 
 /// The reveal capture is anchored, intact, and names exactly the orders of
 /// [`NAMED`] (the other runs named none, or timed out).
@@ -141,15 +67,15 @@ fn reveal_capture_names_the_listed_orders() {
 /// table of docs/EXPLAIN.md.
 #[test]
 fn named_orders_reproduce_the_captured_anchor_rows() {
-    let (report, data) = vendor_capture();
+    let vendor = VendorCapture::open();
     let mut failures = Vec::new();
     for k in [2048, 7168] {
-        let x = inputs(&report, k);
+        let x = vendor.inputs(CaseId::Sgemm, k);
         let m1: Order = NAMED.iter().find(|e| e.0 == k && e.1 == 1).unwrap().2.parse().unwrap();
         for &(_, m, name) in NAMED.iter().filter(|e| e.0 == k) {
             let order: Order = name.parse().unwrap();
-            let row = model_row(&x, &order);
-            let captured = captured_rows(&report, &data, k, m);
+            let row = x.row(&order);
+            let captured = vendor.rows(CaseId::Sgemm, k, m);
             assert!(!captured.is_empty(), "no captured rows at K={k} M={m}");
             let d = diverge(&m1, &order, k, false);
             let at = match &d.divergence {
@@ -181,8 +107,8 @@ fn named_orders_reproduce_the_captured_anchor_rows() {
 /// neighbouring split counts, a serial chain at M=1) miss the captured rows.
 #[test]
 fn a_wrong_order_fails_the_reproduction() {
-    let (report, data) = vendor_capture();
-    let x = inputs(&report, 2048);
+    let vendor = VendorCapture::open();
+    let x = vendor.inputs(CaseId::Sgemm, 2048);
     for (m, wrong) in [
         (64, "fma;ktile=8;split=7/interleave"),
         (64, "fma;ktile=8;split=4/interleave"),
@@ -190,8 +116,8 @@ fn a_wrong_order_fails_the_reproduction() {
         (1, "fma"),
         (4096, "fma;lanes=16"),
     ] {
-        let row = model_row(&x, &wrong.parse().unwrap());
-        for (pos, c) in captured_rows(&report, &data, 2048, m) {
+        let row = x.order_row(wrong);
+        for (pos, c) in vendor.rows(CaseId::Sgemm, 2048, m) {
             let diff = differing(&row, &c);
             assert!(diff > 0, "M={m} {pos}: {wrong} reproduces the row");
             println!("M={m} {pos}: wrong order {wrong}: {diff} elements differ");
@@ -233,69 +159,18 @@ const IDENTIFIED: &[(CaseId, usize, &str)] = &[
     (CaseId::GemmexBf16, 4096, "hopper-bf16;out=bf16"),
 ];
 
-/// A captured row's values widened to f32 (bf16 rows: the high half).
-fn widen(d: Dtype, bytes: &[u8]) -> Vec<f32> {
-    match d {
-        Dtype::F32 => f32s(bytes),
-        _ => bytes
-            .chunks_exact(2)
-            .map(|b| f32::from_bits((u16::from_le_bytes(b.try_into().unwrap()) as u32) << 16))
-            .collect(),
-    }
-}
-
-/// The vendor suite's K = 7168 inputs of `case` as a one-row problem's
-/// operands (anchor row, weights `nk`), values widened to f32.
-fn k7168(report: &VendorReport, case: CaseId) -> (Dtype, Vec<f32>, Vec<f32>, usize) {
-    let d = if case == CaseId::Sgemm { Dtype::F32 } else { Dtype::Bf16 };
-    let shape = report.options.shapes.iter().find(|s| s.k == 7168).unwrap();
-    let seed = report.options.seed;
-    (
-        d,
-        widen(d, &vendor::anchor(d, shape, seed)),
-        widen(d, &vendor::weights(d, shape, seed)),
-        shape.n,
-    )
-}
-
-/// Every captured position of `case` at K = 7168 and M (widened rows).
-fn rows_7168(report: &VendorReport, data: &[u8], case: CaseId, d: Dtype, m: usize) -> Vec<(String, Vec<f32>)> {
-    report
-        .rows
-        .iter()
-        .filter(|e| {
-            e.case == case
-                && e.variant == Variant::Heuristic
-                && e.shape == "n2048-k7168"
-                && e.m == m
-                && e.status == RowStatus::Ok
-        })
-        .map(|e| {
-            let (o, b) = (e.offset.unwrap() as usize, e.bytes.unwrap() as usize);
-            (e.position.clone(), widen(d, &data[o..o + b]))
-        })
-        .collect()
-}
-
 /// The identified orders reproduce every captured position bit for bit;
 /// the neighbouring orders (the next M's) do not.
 #[test]
 fn identified_orders_reproduce_the_k7168_rows() {
-    let (report, data) = vendor_capture();
+    let vendor = VendorCapture::open();
     let mut failures = Vec::new();
     for case in [CaseId::Sgemm, CaseId::GemmexBf16] {
-        let (d, a, w, n) = k7168(&report, case);
-        let p = Problem {
-            a: Matrix::F32(&a),
-            b: Matrix::F32(&w),
-            m: 1,
-            n,
-            k: 7168,
-            b_layout: BLayout::Nk,
-        };
+        let x = vendor.inputs(case, 7168);
+        let p = x.problem();
         for &(_, m, name) in IDENTIFIED.iter().filter(|e| e.0 == case) {
             let row = gemm(&name.parse().unwrap(), &p, None).unwrap();
-            let captured = rows_7168(&report, &data, case, d, m);
+            let captured = vendor.rows(case, 7168, m);
             assert!(!captured.is_empty(), "{case:?} M={m}: no captured rows");
             for (pos, c) in &captured {
                 let diff = differing(&row, c);
@@ -322,7 +197,7 @@ fn identified_orders_reproduce_the_k7168_rows() {
         };
         for &(m, o) in wrong {
             let row = gemm(&o.parse().unwrap(), &p, None).unwrap();
-            for (pos, c) in rows_7168(&report, &data, case, d, m) {
+            for (pos, c) in vendor.rows(case, 7168, m) {
                 let diff = differing(&row, &c);
                 println!("{case:?} K=7168 M={m} {pos}: wrong order {o}: {diff} elements differ");
                 assert!(diff > 0, "{case:?} M={m} {pos}: {o} reproduces the row");
@@ -340,20 +215,13 @@ fn identified_orders_reproduce_the_k7168_rows() {
 fn identify_finds_the_k7168_orders() {
     use mxbi::explain::candidates::{self, Inputs};
     use mxbi::explain::{identify, IdentifyOptions};
-    let (report, data) = vendor_capture();
+    let vendor = VendorCapture::open();
     for case in [CaseId::Sgemm, CaseId::GemmexBf16] {
-        let (d, a, w, n) = k7168(&report, case);
-        let p = Problem {
-            a: Matrix::F32(&a),
-            b: Matrix::F32(&w),
-            m: 1,
-            n,
-            k: 7168,
-            b_layout: BLayout::Nk,
-        };
+        let x = vendor.inputs(case, 7168);
+        let p = x.problem();
         let fam = candidates::family(Inputs::of(&p), 7168);
         for m in [1, 2, 4, 8, 16, 17, 32, 33, 64, 128, 256, 257, 1024, 4096] {
-            for (pos, row) in rows_7168(&report, &data, case, d, m) {
+            for (pos, row) in vendor.rows(case, 7168, m) {
                 let id = &identify(&p, &[0], &row, &fam, IdentifyOptions::default()).unwrap()[0];
                 let names: Vec<String> = id.matches.iter().map(|o| o.to_string()).collect();
                 println!(
@@ -382,7 +250,7 @@ fn identify_finds_the_k7168_orders() {
 fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
     let c = Capture::open_anchored(&committed_capture("reveal-vendor-2")).expect("anchored reveal capture");
     c.verify_all().unwrap();
-    let (report, data) = vendor_capture();
+    let vendor = VendorCapture::open();
     let (mut unnamed, mut checked, mut failures) = (Vec::new(), 0, Vec::new());
     for f in &c.manifest.files {
         let case = if f.name.starts_with("sgemm-") {
@@ -405,19 +273,10 @@ fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
         };
         let order: Order = name.parse().unwrap();
         let (row, captured) = if k == 7168 {
-            let (d, a, w, n) = k7168(&report, case);
-            let p = Problem {
-                a: Matrix::F32(&a),
-                b: Matrix::F32(&w),
-                m: 1,
-                n,
-                k,
-                b_layout: BLayout::Nk,
-            };
-            (gemm(&order, &p, None).unwrap(), rows_7168(&report, &data, case, d, m))
+            (vendor.inputs(case, k).row(&order), vendor.rows(case, k, m))
         } else {
-            let x = inputs(&report, k);
-            (model_row(&x, &order), captured_rows(&report, &data, k, m))
+            let x = vendor.inputs(CaseId::Sgemm, k);
+            (x.row(&order), vendor.rows(CaseId::Sgemm, k, m))
         };
         assert!(!captured.is_empty(), "{}: no captured rows", f.name);
         for (pos, cap) in &captured {

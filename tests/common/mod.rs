@@ -1,13 +1,17 @@
 //! Helpers shared by the integration tests: temporary folders, copies of
 //! the committed captures, resealing a capture's manifest after an edit,
 //! the seed of the sampled cast replay, (`bad_input`) building bad inputs
-//! and running the binary on them, and (`reveal_runner`) an emulated
-//! runner of `mxbi reveal gen|solve` folders.
+//! and running the binary on them, (`reveal_runner`) an emulated
+//! runner of `mxbi reveal gen|solve` folders, (`vendor_rows`) the
+//! committed `vendor` capture's anchor rows and the suite's inputs, and
+//! (`trees`) captured tree listings against the shapes of orders.
 
 #![allow(dead_code)] // each test crate uses its own subset
 
 pub mod bad_input;
 pub mod reveal_runner;
+pub mod trees;
+pub mod vendor_rows;
 
 use mxbi::device::capture::{sha256_hex, Manifest};
 use std::path::{Path, PathBuf};
