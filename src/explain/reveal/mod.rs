@@ -370,6 +370,17 @@ impl Clock {
     }
 }
 
+/// The verification launch: the subject on random inputs `p` (counted
+/// among the launches).
+fn verification_launch(pr: &mut Prober, p: &Problem) -> Result<Vec<f32>, RevealError> {
+    pr.launches += 1;
+    pr.subject.run(p, None).map_err(|e| RevealError::Subject {
+        failed: 1,
+        launches: 1,
+        first: e.to_string(),
+    })
+}
+
 /// Recovers the subject's reduction tree for the launch shape of `o` (see
 /// the module doc).
 pub fn reveal(subject: &dyn Subject, o: RevealOptions) -> Result<Revealed, RevealError> {
@@ -573,14 +584,8 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     k: o.k,
                     b_layout: BLayout::Kn,
                 };
-                pr.launches += 1;
-                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
-                    failed: 1,
-                    launches: 1,
-                    first: e.to_string(),
-                })?;
+                let observed = pick(&verification_launch(&mut pr, &p)?);
                 clock.mark("verification launch");
-                let observed = pick(&out);
                 verified_elements = observed.len();
                 // the candidates on the compared columns only
                 let sub = Problem {
@@ -609,14 +614,8 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                     k: o.k,
                     b_layout: BLayout::Kn,
                 };
-                pr.launches += 1;
-                let out = subject.run(&p, None).map_err(|e| RevealError::Subject {
-                    failed: 1,
-                    launches: 1,
-                    first: e.to_string(),
-                })?;
+                let observed = pick(&verification_launch(&mut pr, &p)?);
                 clock.mark("verification launch");
-                let observed = pick(&out);
                 verified_elements = observed.len();
                 // the candidates on the compared columns only
                 let kb = o.k / MX_BLOCK;

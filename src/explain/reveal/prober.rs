@@ -419,13 +419,7 @@ impl Prober<'_> {
                 lo
             }
         };
-        let active = |&(p, _, c): &Key| -> u32 {
-            if c == NO_WINDOW {
-                kl as u32 - 2
-            } else {
-                sc.window_len(p, w, c)
-            }
-        };
+        let active = |key: &Key| sc.active(key, kl, w);
         let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
@@ -499,13 +493,7 @@ impl Prober<'_> {
         let name = self.subject.name();
         let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
         let sc = &scopes;
-        let active = |&(p, _, c): &Key| -> u32 {
-            if c == NO_WINDOW {
-                kl as u32 - 2
-            } else {
-                sc.window_len(p, w, c)
-            }
-        };
+        let active = |key: &Key| sc.active(key, kl, w);
         let done = self.launch_all(
             chunks.len(),
             |li, a, b| {

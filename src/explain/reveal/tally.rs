@@ -1,7 +1,7 @@
 //! What the probes found: each answer tallied against its probe, and the
 //! scopes windowed probes count units in (see the module doc of `reveal`).
 
-use super::{At, Key};
+use super::{At, Key, NO_WINDOW};
 use std::collections::HashMap;
 
 /// Answers that differ from their probe's first answer are tallied per
@@ -149,6 +149,16 @@ impl Scopes {
                 i + 2
             }]
         })
+    }
+
+    /// How many units a probe counts: every term but p and q, or its
+    /// window's.
+    pub(super) fn active(&self, &(p, _, c): &Key, kl: usize, w: usize) -> u32 {
+        if c == NO_WINDOW {
+            kl as u32 - 2
+        } else {
+            self.window_len(p, w, c)
+        }
     }
 
     /// How many terms window `c` of a probe from `p` holds.
