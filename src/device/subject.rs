@@ -218,7 +218,7 @@ mod on_gpu {
     use crate::device::codegen::{Backend16, GpuPlan};
     use crate::device::exec::{gemm_on_gpu, operand_bytes, GemmOperands, KernelCache, POISON};
     use crate::device::gpu::{driver_err, Gpu};
-    use crate::device::vendor::run::{
+    use crate::device::vendor::blas::{
         build_pin, cb_ok, check_pin, classic, heuristic, lt_matmul, lt_problem, raw, raw_mut, Env, LtHandle, Pin, Pref,
         Ptrs,
     };

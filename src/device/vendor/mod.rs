@@ -40,6 +40,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+#[cfg(feature = "cuda")]
+pub(crate) mod blas;
 mod capture;
 mod cases;
 mod compare;
