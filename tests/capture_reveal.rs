@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::committed_capture;
 use common::vendor_rows::{differing, VendorCapture};
+use common::{committed_capture, copy_capture, reseal_manifest, TempDir};
 use mxbi::device::capture::Capture;
 use mxbi::device::vendor::CaseId;
 use mxbi::explain::diverge;
@@ -246,10 +246,10 @@ fn identify_finds_the_k7168_orders() {
 /// grammar, `tests/capture_k7168_trees.rs`) and GemmEx bf16 M = 1, 8, 64;
 /// every named order reproduces the captured anchor rows of its case bit
 /// for bit, at every position, on the suite's own inputs.
-#[test]
-fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
-    let c = Capture::open_anchored(&committed_capture("reveal-vendor-2")).expect("anchored reveal capture");
-    c.verify_all().unwrap();
+/// Every named order of a `reveal-vendor-2` capture against the vendor
+/// capture's anchor rows: (the runs that named no order, the rows
+/// compared, the rows that differ).
+fn replay_reveal_runs(c: &Capture) -> (Vec<String>, usize, Vec<String>) {
     let vendor = VendorCapture::open();
     let (mut unnamed, mut checked, mut failures) = (Vec::new(), 0, Vec::new());
     for f in &c.manifest.files {
@@ -272,12 +272,7 @@ fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
             continue;
         };
         let order: Order = name.parse().unwrap();
-        let (row, captured) = if k == 7168 {
-            (vendor.inputs(case, k).row(&order), vendor.rows(case, k, m))
-        } else {
-            let x = vendor.inputs(CaseId::Sgemm, k);
-            (x.row(&order), vendor.rows(CaseId::Sgemm, k, m))
-        };
+        let (row, captured) = (vendor.inputs(case, k).row(&order), vendor.rows(case, k, m));
         assert!(!captured.is_empty(), "{}: no captured rows", f.name);
         for (pos, cap) in &captured {
             checked += 1;
@@ -293,6 +288,14 @@ fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
         }
     }
     unnamed.sort();
+    (unnamed, checked, failures)
+}
+
+#[test]
+fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
+    let c = Capture::open_anchored(&committed_capture("reveal-vendor-2")).expect("anchored reveal capture");
+    c.verify_all().unwrap();
+    let (unnamed, checked, failures) = replay_reveal_runs(&c);
     assert_eq!(
         unnamed,
         [
@@ -307,4 +310,27 @@ fn reveal_vendor_2_named_orders_reproduce_the_anchor_rows() {
     // last (M = 1: one, M = 2: two)
     assert_eq!(checked, (1 + 2 + 12 * 3) + (1 + 2 + 10 * 3) + 5 * 3);
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A zero that can fail: a copy of `reveal-vendor-2` whose M = 16 run
+/// names a neighbouring order (the manifest resealed) is refused by the
+/// anchor, and replayed anyway its rows differ.
+#[test]
+fn a_planted_order_in_reveal_vendor_2_is_refused_and_misses_the_rows() {
+    let tmp = TempDir::new("reveal-vendor-2-planted");
+    let copy = copy_capture("reveal-vendor-2", tmp.path());
+    let name = "sgemm-k2048-m16.json";
+    let path = copy.join(name);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(v["order"], "fma;ktile=8;split=3/interleave");
+    v["order"] = "fma;ktile=8;split=4/interleave".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
+    reseal_manifest(&copy);
+    let err = Capture::open_anchored(&copy).err().expect("refused").to_string();
+    assert!(err.contains("reference/captures.sha256"), "{err}");
+    let c = Capture::open(&copy).unwrap();
+    c.verify_all().expect("the resealed manifest matches its files");
+    let (_, _, failures) = replay_reveal_runs(&c);
+    assert_eq!(failures.len(), 3, "{failures:#?}");
+    assert!(failures.iter().all(|f| f.starts_with(name)), "{failures:#?}");
 }
