@@ -2,9 +2,10 @@
 //! file's `content` object; `mxbi fuzz` draws and shrinks them).
 //!
 //! # Contract
-//! - [`Content::default`] (class `plain`, no simplification) draws exactly
-//!   the values the checker always drew: a case without `content` gives the
-//!   same bytes as before the key existed.
+//! - [`Content::default`] is class `separating` (docs/BI.md, "Power"): a
+//!   case without `content` draws it. [`Content::plain`] (class `plain`, no
+//!   simplification) draws exactly the values the checker drew before
+//!   `separating` existed.
 //! - Every value is exactly representable in the input type (drawn as that
 //!   type's bits, then widened), so any subject reading that type sees the
 //!   value itself. Classes: `plain` (exponents within +-8 of 1),
@@ -24,6 +25,7 @@
 //!   +-span of 1, capped by the class), `mant_bits` (significand bits kept
 //!   below the leading one; 0: powers of two).
 
+use super::separating::Separating;
 use crate::order::InType;
 use crate::rng::SplitMix64;
 use schemars::JsonSchema;
@@ -33,24 +35,28 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContentClass {
-    #[default]
     Plain,
     KScaled,
     WideExponents,
     Cancellation,
     Subnormals,
     Specials,
+    /// Inputs built to separate accumulation orders in narrow outputs
+    /// (`bi::separating`; docs/BI.md, "Power"): the checker's default.
+    #[default]
+    Separating,
 }
 
 impl ContentClass {
     /// Simplest first (the order shrinking prefers).
-    pub const ALL: [ContentClass; 6] = [
+    pub const ALL: [ContentClass; 7] = [
         ContentClass::Plain,
         ContentClass::KScaled,
         ContentClass::WideExponents,
         ContentClass::Cancellation,
         ContentClass::Subnormals,
         ContentClass::Specials,
+        ContentClass::Separating,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -61,6 +67,7 @@ impl ContentClass {
             ContentClass::Cancellation => "cancellation",
             ContentClass::Subnormals => "subnormals",
             ContentClass::Specials => "specials",
+            ContentClass::Separating => "separating",
         }
     }
 }
@@ -81,7 +88,7 @@ impl std::str::FromStr for ContentClass {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Content {
-    /// The content class (default "plain").
+    /// The content class (default "separating").
     #[serde(default)]
     pub class: ContentClass,
     /// Non-zero entries kept per row of A (default: every entry).
@@ -112,9 +119,18 @@ impl Content {
         Ok(())
     }
 
-    /// Whether this is the checker's original drawing.
+    /// The plain drawing with no simplification (the checker's drawing
+    /// before `separating` became the default; accuracy inputs).
+    pub fn plain() -> Content {
+        Content {
+            class: ContentClass::Plain,
+            ..Content::default()
+        }
+    }
+
+    /// Whether this is [`Content::plain`].
     pub fn is_plain(&self) -> bool {
-        *self == Content::default()
+        *self == Content::plain()
     }
 
     /// One line: `wide-exponents, 3 non-zero per row, exponents +-2, 0 significand bits`.
@@ -267,7 +283,11 @@ impl Drawer {
     fn value(&self, r: &mut SplitMix64, which: u64, kk: usize) -> f32 {
         let s = self.span();
         match self.content.class {
-            ContentClass::Plain | ContentClass::WideExponents | ContentClass::Cancellation => self.normal(r, -s, s),
+            // separating rows are drawn whole (`a_row`, `b`)
+            ContentClass::Plain
+            | ContentClass::WideExponents
+            | ContentClass::Cancellation
+            | ContentClass::Separating => self.normal(r, -s, s),
             ContentClass::KScaled => {
                 let o = self.block_offset(which, kk / 32);
                 self.normal(r, o - s, o + s)
@@ -318,7 +338,10 @@ impl Drawer {
     /// Row `id` of A (`K` values).
     pub(super) fn a_row(&self, id: u64) -> Vec<f32> {
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);
-        let mut row: Vec<f32> = (0..self.k).map(|kk| self.value(&mut r, 0, kk)).collect();
+        let mut row: Vec<f32> = match self.content.class {
+            ContentClass::Separating => self.separating().a_row(id),
+            _ => (0..self.k).map(|kk| self.value(&mut r, 0, kk)).collect(),
+        };
         if self.content.class == ContentClass::Cancellation {
             for kk in (1..self.k).step_by(2) {
                 row[kk] = self.near_negation(row[kk - 1], &mut r);
@@ -366,8 +389,25 @@ impl Drawer {
         }
     }
 
+    /// The separating design of this seed, type and K.
+    fn separating(&self) -> Separating {
+        Separating::new(self.lay.ty, self.seed, self.k)
+    }
+
+    /// B, `[K, N]` row-major.
+    pub(super) fn b(&self, n: usize) -> Vec<f32> {
+        if self.content.class == ContentClass::Separating {
+            return self.separating().b(n);
+        }
+        let mut b = Vec::with_capacity(self.k * n);
+        for kk in 0..self.k {
+            b.extend(self.b_row(kk, n));
+        }
+        b
+    }
+
     /// Row `kk` of B (`N` values).
-    pub(super) fn b_row(&self, kk: usize, n: usize) -> Vec<f32> {
+    fn b_row(&self, kk: usize, n: usize) -> Vec<f32> {
         let src = if self.content.class == ContentClass::Cancellation {
             kk & !1
         } else {

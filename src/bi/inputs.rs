@@ -97,9 +97,16 @@ pub struct Rows {
 }
 
 impl Rows {
-    /// Rows drawn [`Draw::Wide`] (every check but the vacuity probes).
+    /// The checker's rows: [`Draw::Wide`] with the default content
+    /// (`separating`).
     pub fn new(seed: u64, k: usize, n: usize, ty: InType) -> Rows {
         Rows::drawn(seed, k, n, ty, Draw::Wide)
+    }
+
+    /// Rows of the plain drawing (exponents within +-8 of 1: the
+    /// accuracy checks' inputs).
+    pub fn plain(seed: u64, k: usize, n: usize, ty: InType) -> Rows {
+        Rows::build(seed, k, n, ty, Draw::Wide, Content::plain())
     }
 
     pub fn drawn(seed: u64, k: usize, n: usize, ty: InType, how: Draw) -> Rows {
@@ -112,19 +119,17 @@ impl Rows {
         Rows::build(seed, k, n, ty, Draw::Wide, content)
     }
 
-    /// `how` applies to the plain content; any other content draws its own values.
+    /// [`Draw::Unit`] draws the plain unit values whatever the content;
+    /// [`Draw::Wide`] draws the content (the plain content: the wide values).
     pub(super) fn build(seed: u64, k: usize, n: usize, ty: InType, how: Draw, content: Content) -> Rows {
         let mut b = Vec::with_capacity(k * n);
-        if content.is_plain() {
+        if how == Draw::Unit || content.is_plain() {
             for kk in 0..k {
                 let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
                 b.extend((0..n).map(|_| draw(ty, how, &mut r)));
             }
         } else {
-            let d = Drawer::new(content, ty, seed, k);
-            for kk in 0..k {
-                b.extend(d.b_row(kk, n));
-            }
+            b = Drawer::new(content, ty, seed, k).b(n);
         }
         Rows {
             seed,
@@ -139,7 +144,7 @@ impl Rows {
 
     /// One row of A, a function of the seed and the row id only.
     pub fn row(&self, id: u64) -> Vec<f32> {
-        if !self.content.is_plain() {
+        if self.draw == Draw::Wide && !self.content.is_plain() {
             return Drawer::new(self.content, self.ty, self.seed, self.k).a_row(id);
         }
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);

@@ -52,8 +52,10 @@ mod heatmap;
 mod inputs;
 mod matrix;
 mod merge;
+pub mod power;
 mod report;
 mod run;
+mod separating;
 mod verdict;
 
 pub use case::{

@@ -5,6 +5,7 @@ use super::case::Standard;
 use super::family::Family;
 use super::grid::{knob_text, settings, sort_cells};
 use super::inputs::Draw;
+use super::power::Power;
 use super::run::CheckOptions;
 use super::verdict::{RowDiff, Verdict};
 use crate::subject::Knobs;
@@ -43,6 +44,10 @@ pub struct Cell {
     pub diff: RowDiff,
     /// Why the verdict is ERROR, NON_DET or VACUOUS.
     pub reason: Option<String>,
+    /// The power of the cell's inputs (docs/BI.md, "Power"); null when the
+    /// subject gave no bytes to measure it in (an ERROR).
+    #[serde(default)]
+    pub power: Option<Power>,
 }
 
 /// A positive control: a cell run on a subject built to fail it.
@@ -296,8 +301,8 @@ impl Report {
                 head.push_str(" rank |");
                 rule.push_str("---:|");
             }
-            head.push_str(" verdict | rows differing | bytes differing | columns | max ULP | note |");
-            rule.push_str("---|---:|---:|---:|---:|---|");
+            head.push_str(" verdict | power | rows differing | bytes differing | columns | max ULP | note |");
+            rule.push_str("---|---:|---:|---:|---:|---:|---|");
             let _ = writeln!(s, "{head}\n{rule}");
             for c in cells {
                 let kv = settings(c);
@@ -320,7 +325,10 @@ impl Report {
                 };
                 let _ = writeln!(
                     s,
-                    " {verdict} | {} | {} | {} | {} | {} |",
+                    " {verdict} | {} | {} | {} | {} | {} | {} |",
+                    c.power
+                        .as_ref()
+                        .map_or("-".to_string(), |p| format!("{:.3} ({})", p.value, p.output)),
                     c.diff.rows_differing,
                     c.diff.bytes_differing,
                     c.diff.columns_differing,
@@ -386,6 +394,10 @@ impl Report {
                 };
                 let mut tc = TestCase::new(c.id.clone(), status);
                 tc.set_classname(format!("bi.{f}"));
+                if let Some(p) = &c.power {
+                    tc.add_property(quick_junit::Property::new("power", format!("{:.6}", p.value)));
+                    tc.add_property(quick_junit::Property::new("power_output", p.output.clone()));
+                }
                 suite.add_test_case(tc);
             }
             r.add_test_suite(suite);

@@ -4,10 +4,12 @@
 use super::content::Content;
 use super::family::{Family, RowPos};
 use super::inputs::{other_id, Draw, Rows};
+use super::power::{self, Power};
 use super::report::{Cell, Control, Report};
 use super::verdict::{compare_rows, RowDiff, Verdict};
+use crate::format::Format;
 use crate::gemm::{BLayout, Matrix, Problem};
-use crate::order::{InType, Order};
+use crate::order::InType;
 use crate::rng::SplitMix64;
 use crate::subject::{Knobs, Model, ScaleKind, Subject, SubjectError};
 use std::collections::HashMap;
@@ -26,17 +28,6 @@ impl Limits {
     pub const MAX_CELLS: usize = 1 << 20;
     pub const MAX_REPEATS: usize = 1000;
 }
-
-/// The orders the vacuity test evaluates on a cell's baseline rows: if all
-/// of them give the same bytes, no order change could have shown there.
-pub const CONTRAST_ORDERS: [&str; 6] = [
-    "fma",
-    "muladd",
-    "fma;split=2",
-    "fma;split=4;reduce=pairwise",
-    "fma;ktile=8;tile=fresh",
-    "fma;lanes=4",
-];
 
 /// What to check.
 #[derive(Clone, Debug)]
@@ -153,9 +144,10 @@ pub(super) struct Session {
     row_cache: HashMap<u64, Arc<Vec<f32>>>,
     batches: HashMap<Batch, Arc<Vec<f32>>>,
     cached: usize,
-    /// Vacuity by the ids of the compared rows (the contrast model is
-    /// row-only and rows are independent under it).
-    vacuous: HashMap<Vec<u64>, bool>,
+    /// Power by the ids of the compared rows and the output formats their
+    /// bytes allow (every order of the family is row-only: rows are
+    /// independent under it).
+    power: HashMap<(Vec<u64>, Vec<Option<Format>>), Power>,
 }
 
 impl Session {
@@ -165,7 +157,7 @@ impl Session {
             row_cache: HashMap::new(),
             batches: HashMap::new(),
             cached: 0,
-            vacuous: HashMap::new(),
+            power: HashMap::new(),
         }
     }
 
@@ -205,20 +197,19 @@ impl Session {
         a
     }
 
-    /// Whether every contrast order gives the same bytes on rows `sel` of
-    /// batch `b` (see [`CONTRAST_ORDERS`]).
-    fn vacuous(&mut self, b: &Batch, sel: &[usize]) -> bool {
-        let key: Vec<u64> = sel.iter().map(|&i| b.ids[i]).collect();
-        if let Some(&v) = self.vacuous.get(&key) {
-            return v;
+    /// The power of rows `sel` of batch `b` (at most [`power::MAX_ROWS`]
+    /// of them) in the weakest of `formats`.
+    fn power(&mut self, b: &Batch, sel: &[usize], formats: Vec<Option<Format>>) -> Power {
+        let ids: Vec<u64> = sel.iter().take(power::MAX_ROWS).map(|&i| b.ids[i]).collect();
+        let key = (ids, formats);
+        if let Some(p) = self.power.get(&key) {
+            return p.clone();
         }
-        // the compared rows alone: the contrast model computes each row
-        // from that row and B only
-        let a = self.rows.batch(&key);
-        let all: Vec<usize> = (0..key.len()).collect();
-        let v = vacuous(&self.rows, &a, &all);
-        self.vacuous.insert(key, v);
-        v
+        let r = &self.rows;
+        let a = r.batch(&key.0);
+        let p = power::measure(&a, &r.b, r.k, r.n, r.ty, &key.1, r.seed);
+        self.power.insert(key, p.clone());
+        p
     }
 }
 
@@ -251,24 +242,6 @@ fn run_batch(
         });
     }
     Ok(out)
-}
-
-/// Whether every contrast order gives the same bytes on these rows.
-fn vacuous(rows: &Rows, a: &[f32], sel: &[usize]) -> bool {
-    let mut first: Option<Vec<u32>> = None;
-    for spec in CONTRAST_ORDERS {
-        let order: Order = spec.parse().expect("contrast orders parse");
-        let Ok(out) = run_batch(&Model::new(order), 0, rows, a, sel) else {
-            return false;
-        };
-        let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
-        match &first {
-            None => first = Some(bits),
-            Some(f) if *f != bits => return false,
-            _ => {}
-        }
-    }
-    true
 }
 
 /// A planned cell: the batches to compare, which rows and on which ranks.
@@ -549,6 +522,7 @@ fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, draw: Draw, subject:
         verdict: Verdict::Error,
         diff: RowDiff::default(),
         reason: None,
+        power: None,
     }
 }
 
@@ -579,6 +553,9 @@ pub(super) fn run_plan(
         Ok(x) => x,
         Err(e) => return error_cell(cell, e),
     };
+    // the power of the compared rows, in the formats the bytes allow
+    cell.power = Some(session.power(&plan.baseline, &plan.base_rows, power::output_formats(&base)));
+    let rows = &session.rows;
     let runs = if plan.family == Family::Repeat { opts.repeats } else { 2 };
     for _ in 1..runs {
         match run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows) {
@@ -618,16 +595,21 @@ pub(super) fn run_plan(
         Err(e) => return error_cell(cell, e),
     };
     cell.diff = compare_rows(&base, &variant, session.rows.n, &plan.labels);
-    // the contrast model multiplies the values given: a subject that scales
-    // them by MX scales of its own choosing (a VAR knob) sums other values,
-    // so its cells are never called vacuous
+    // power is measured on the values given: a subject that scales them by
+    // MX scales of its own choosing (a VAR knob) sums other values, so its
+    // cells are never called vacuous (their power is reported all the same)
     let own_scales = knobs.x1_scales == Some(ScaleKind::Varying) || knobs.x2_scales == Some(ScaleKind::Varying);
+    let weak = cell.power.as_ref().filter(|p| !p.sufficient());
     cell.verdict = if !cell.diff.identical() {
         Verdict::Fail
-    } else if !own_scales && session.vacuous(&plan.baseline, &plan.base_rows) {
+    } else if let (false, Some(p)) = (own_scales, weak) {
         cell.reason = Some(format!(
-            "every contrast order ({}) gives these bytes: no order change could show",
-            CONTRAST_ORDERS.join(" | ")
+            "power {:.3} < {} in {}: {} of the {} order pairs of the family give the same bytes on these inputs, so an order change may not show",
+            p.value,
+            power::THRESHOLD,
+            p.output,
+            p.pairs_agreeing,
+            p.orders * p.orders.saturating_sub(1) / 2
         ));
         Verdict::Vacuous
     } else {

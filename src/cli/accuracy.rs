@@ -243,7 +243,7 @@ pub(super) fn case_accuracy(
         .ms
         .first()
         .ok_or_else(|| CliError("standard.acc: the case has no batch size".into()))?;
-    let rows = Rows::new(opts.seed, opts.k, opts.n, opts.input);
+    let rows = Rows::plain(opts.seed, opts.k, opts.n, opts.input);
     let ids: Vec<u64> = (0..m as u64).collect();
     let a = rows.batch(&ids);
     let p = Problem {

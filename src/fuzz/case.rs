@@ -111,7 +111,7 @@ impl FuzzCase {
             input: Some(Input(self.input)),
             repeats: None,
             standard: None,
-            content: (!self.content.is_plain()).then_some(self.content),
+            content: (self.content != Content::default()).then_some(self.content),
             knobs: (!self.knobs.is_empty()).then_some(self.knobs),
         }
     }
