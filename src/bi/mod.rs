@@ -29,10 +29,11 @@
 //!   (resolved in the larger batch) of a batch of every other M.
 //! - **Verdicts** ([`Verdict`]): `BI_PASS`, `BI_FAIL` (with differing
 //!   bytes, columns, ULP distance and the first offenders), `NON_DET`,
-//!   `VACUOUS` (the subject's rows agree, but so do the CPU model's rows
-//!   under every order of a contrast set on these inputs: no order change
-//!   could have shown, so the pass proves nothing), `ERROR` (could not run,
-//!   with the reason).
+//!   `VACUOUS` (the subject's rows agree, but the inputs' power is below
+//!   [`power::THRESHOLD`]: too few pairs of distinct orders of the
+//!   explainer's family give different bytes on them in the subject's
+//!   output format, so the pass proves nothing; docs/BI.md, "Power"),
+//!   `ERROR` (could not run, with the reason). Every cell carries its power.
 //! - **Positive control.** Every run also checks, per family, a control
 //!   subject built to break that family; if the control does not fail, the
 //!   run is invalid and says so.
