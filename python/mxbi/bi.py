@@ -56,6 +56,10 @@ class Cell:
     nan_differing: int
     first_offenders: List[Dict[str, Any]]
     rank: Optional[int] = None
+    #: the power of the cell's inputs (docs/BI.md, "Power"): ``value`` (the
+    #: fraction of order pairs whose bytes differ), ``output`` (the format it
+    #: was measured in), ``orders``, ``pairs_agreeing``; None for an ERROR
+    power: Optional[Dict[str, Any]] = None
     #: every field of the JSON cell, including any this class does not name
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

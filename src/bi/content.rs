@@ -391,7 +391,7 @@ impl Drawer {
 
     /// The separating design of this seed, type and K.
     fn separating(&self) -> Separating {
-        Separating::new(self.lay.ty, self.seed, self.k)
+        Separating::new(self.lay.ty, self.seed, self.k, self.content.mant_bits)
     }
 
     /// B, `[K, N]` row-major.
@@ -439,7 +439,7 @@ mod tests {
                     if let Some(nz) = nz {
                         assert!(row.iter().filter(|v| **v != 0.0).count() <= nz, "{ty:?} {class:?}");
                     }
-                    for v in row.iter().chain(d.b_row(5, 7).iter()) {
+                    for v in row.iter().chain(d.b(7)[5 * 7..6 * 7].iter()) {
                         if let Some(f) = ty.format() {
                             if v.is_nan() {
                                 continue;
@@ -477,6 +477,10 @@ mod tests {
         .contains("mant_bits"));
         assert_eq!(
             serde_json::to_string(&Content::default()).unwrap(),
+            r#"{"class":"separating"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Content::plain()).unwrap(),
             r#"{"class":"plain"}"#
         );
     }

@@ -181,9 +181,21 @@ mod tests {
     #[test]
     fn values_are_representable_and_finite() {
         for (ty, how) in InType::ALL.into_iter().flat_map(|t| [(t, Draw::Wide), (t, Draw::Unit)]) {
-            let r = Rows::drawn(1, 256, 4, ty, how);
+            let r = match how {
+                Draw::Wide => Rows::plain(1, 256, 4, ty),
+                Draw::Unit => Rows::drawn(1, 256, 4, ty, how),
+            };
             if how == Draw::Unit {
                 assert!(r.b.iter().all(|v| (1.0..2.0).contains(&v.abs())));
+            }
+            // the checker's default (separating) has zeros in B, nothing else
+            let sep = Rows::new(1, 256, 4, ty);
+            for v in sep.row(0).into_iter().chain(sep.b.iter().copied()) {
+                assert!(v.is_finite(), "{}: {v}", ty.name());
+                if let Some(f) = ty.format() {
+                    let code = crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).unwrap();
+                    assert_eq!(f.decode_f32(code).to_bits(), v.to_bits(), "{}: {v}", ty.name());
+                }
             }
             for v in r.row(0).into_iter().chain(r.b.iter().copied()) {
                 assert!(v.is_finite() && v != 0.0, "{}: {v}", ty.name());

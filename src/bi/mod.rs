@@ -70,7 +70,7 @@ pub use inputs::{input_of, other_id, Draw, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
 pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
-pub use run::{check_cells, check_content, check_shard, edge_ms, CheckOptions, Limits};
+pub use run::{check_cells, check_content, check_shard, check_shard_content, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 
 pub use run::check;

@@ -206,11 +206,46 @@ impl Session {
             return p.clone();
         }
         let r = &self.rows;
-        let a = r.batch(&key.0);
-        let p = power::measure(&a, &r.b, r.k, r.n, r.ty, &key.1, r.seed);
+        // sessions are rebuilt per job of a matrix: the measurement is also
+        // kept across them, by everything that determines it
+        let global = (r.seed, r.k, r.n, r.ty, r.draw, r.content, key.clone());
+        let p = match power_cache().lock().ok().and_then(|c| c.get(&global).cloned()) {
+            Some(p) => p,
+            None => {
+                let a = r.batch(&key.0);
+                let p = power::measure(&a, &r.b, r.k, r.n, r.ty, &key.1, r.seed);
+                if let Ok(mut c) = power_cache().lock() {
+                    if c.len() >= POWER_CACHE_ENTRIES {
+                        c.clear();
+                    }
+                    c.insert(global, p.clone());
+                }
+                p
+            }
+        };
         self.power.insert(key, p.clone());
         p
     }
+}
+
+/// What determines a power measurement: seed, K, N, input type, draw,
+/// content, compared row ids and output formats.
+type PowerKey = (
+    u64,
+    usize,
+    usize,
+    InType,
+    Draw,
+    Content,
+    (Vec<u64>, Vec<Option<Format>>),
+);
+
+/// Most power measurements kept across sessions.
+const POWER_CACHE_ENTRIES: usize = 4096;
+
+fn power_cache() -> &'static std::sync::Mutex<HashMap<PowerKey, Power>> {
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<HashMap<PowerKey, Power>>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
 }
 
 /// Runs a subject's `rank` on a batch `a` (`[m, K]`); `sel` selects
@@ -732,6 +767,19 @@ pub fn check_shard(
     shard: Option<(usize, usize)>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Report, String> {
+    check_shard_content(subject, vs, opts, shard, Content::default(), progress)
+}
+
+/// [`check_shard`] with inputs drawn as `content` says.
+pub fn check_shard_content(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    shard: Option<(usize, usize)>,
+    content: Content,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Report, String> {
+    content.validate()?;
     let job = super::matrix::Job {
         knobs: Knobs::default(),
         opts: opts.clone(),
@@ -742,7 +790,7 @@ pub fn check_shard(
         &|_| Ok(super::matrix::Held::Borrowed(subject)),
         vs,
         shard,
-        Content::default(),
+        content,
         progress,
     )?;
     report.matrix = None;

@@ -42,10 +42,12 @@ struct Range {
     emin: i32,
     ebig: i32,
     mbits: u32,
+    /// Significand bits kept below the leading one (the content's `mant_bits`).
+    kept: u32,
 }
 
 impl Range {
-    fn of(ty: InType) -> Range {
+    fn of(ty: InType, mant_bits: Option<u32>) -> Range {
         let (emin_sub, emin, emax) = match ty.params() {
             None => (-149, -126, 127),
             Some(m) => (m.emin() - m.mbits as i32, m.emin(), m.emax()),
@@ -55,6 +57,7 @@ impl Range {
             emin,
             ebig: emax.min(20),
             mbits: ty.frac_bits(),
+            kept: mant_bits.map_or(ty.frac_bits(), |b| b.min(ty.frac_bits())),
         }
     }
 
@@ -98,12 +101,15 @@ pub(super) struct Separating {
 }
 
 impl Separating {
-    pub(super) fn new(ty: InType, seed: u64, k: usize) -> Separating {
-        let range = Range::of(ty);
+    /// The design for `ty`, `seed` and `k`; small values keep `mant_bits`
+    /// significand bits below the leading one (all of the type's: None).
+    pub(super) fn new(ty: InType, seed: u64, k: usize, mant_bits: Option<u32>) -> Separating {
+        let range = Range::of(ty, mant_bits);
         let mut r = SplitMix64::for_item(seed ^ 0x5E9A_7A71, k as u64);
         let mut big: Vec<Option<(bool, i32)>> = vec![None; k];
         let draw = |r: &mut SplitMix64| Some((r.next_u32() & 1 == 1, range.ebig - r.below(3) as i32));
-        for slot in big.iter_mut() {
+        // K = 1 has no pair to place: every position small
+        for slot in big.iter_mut().filter(|_| k >= 2) {
             if r.chance(1, 2) {
                 *slot = draw(&mut r);
             }
@@ -133,7 +139,7 @@ impl Separating {
     fn small(&self, r: &mut SplitMix64, kk: usize) -> f32 {
         let g = self.range;
         let e = (g.small_centre() + r.below(3) as i32 - 1 + self.block_offset(kk)).clamp(g.emin, g.ebig);
-        let frac = r.next_u32() & ((1u32 << g.mbits) - 1);
+        let frac = r.next_u32() & ((1u32 << g.mbits) - 1) & !((1u32 << (g.mbits - g.kept)) - 1);
         value(r.next_u32() & 1 == 1, e, frac, g.mbits)
     }
 

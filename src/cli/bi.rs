@@ -4,7 +4,10 @@
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, run_matrix_on, CheckOptions, Family, RowPos};
+use crate::bi::{
+    builtin, check_shard_content, edge_ms, parse_shard, run_matrix, run_matrix_on, CheckOptions, Content, ContentClass,
+    Family, RowPos,
+};
 use crate::order::InType;
 use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
@@ -73,6 +76,12 @@ pub struct RunArgs {
     /// subject's; else f32).
     #[arg(long)]
     pub input: Option<String>,
+    /// How input values are drawn: separating (the default: inputs built
+    /// to separate accumulation orders, docs/BI.md "Power"), plain (the
+    /// drawing before separating existed), k-scaled, wide-exponents,
+    /// cancellation, subnormals, specials.
+    #[arg(long, default_value = "separating")]
+    pub content: String,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Runs of the repeat family.
@@ -280,11 +289,20 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
     let pb = progress_bar();
-    let report = check_shard(
+    let class: ContentClass = a
+        .content
+        .parse()
+        .map_err(|e: String| CliError(format!("--content: {e}")))?;
+    let content = Content {
+        class,
+        ..Content::default()
+    };
+    let report = check_shard_content(
         subject.subject.as_ref(),
         vs.as_ref().map(|v| v.subject.as_ref()),
         &opts,
         shard,
+        content,
         &tick(&pb),
     );
     pb.finish_and_clear();
