@@ -787,6 +787,56 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()>
     Ok(())
 }
 
+/// A data-dependent order (the probes repeated with other values gave
+/// other counts): one headline, then the changed answers (at most 16
+/// listed), or the JSON `{"data_dependent": true, ...}`. Exit 1: a check
+/// failed, no tree is reported.
+pub(super) fn print_data_dependent(rep: &explain::Repeats, as_json: bool) -> Result<Outcome> {
+    let headline = explain::RevealError::DataDependent(Box::new(rep.clone())).to_string();
+    if as_json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "data_dependent": true,
+                "headline": headline,
+                "order": null,
+                "repeated_probes": rep.probes,
+                "repeats": rep.repeats,
+                "answers": rep.answers,
+                "changed_probes": rep.changed_probes,
+                "changed_count": rep.changed_count,
+                "changed": rep.changed,
+            }))?
+        );
+        return Ok(Outcome::Failed);
+    }
+    outln!("{headline}");
+    for r in &rep.repeats {
+        outln!("  repeat {r}");
+    }
+    for c in &rep.changed {
+        let window = c.window.map(|w| format!(", window {w}")).unwrap_or_default();
+        let after = match c.after {
+            Some(a) => format!("{a} units"),
+            None => format!("{:e}, not a whole number of units", c.value),
+        };
+        outln!(
+            "  {} launch {} C[{}, {}]: probe (+B at k={}, -B at k={}{window}) counted {} units, now {after}",
+            c.repeat,
+            c.launch,
+            c.row,
+            c.col,
+            c.p,
+            c.q,
+            c.before
+        );
+    }
+    if rep.changed_count > rep.changed.len() {
+        outln!("  ... {} more changed answers", rep.changed_count - rep.changed.len());
+    }
+    Ok(Outcome::Failed)
+}
+
 /// Exit status of a reveal: held when one tree explains every probe and
 /// the grammar can say it.
 pub(super) fn outcome(r: &explain::Revealed) -> Outcome {
@@ -818,8 +868,12 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
     }
     let warm = t0.elapsed().as_secs_f64();
     let r = match mx {
-        Some(f) => explain::reveal_mx(subject, o, f)?,
-        None => explain::reveal(subject, o)?,
+        Some(f) => explain::reveal_mx(subject, o, f),
+        None => explain::reveal(subject, o),
+    };
+    let r = match r {
+        Err(explain::RevealError::DataDependent(rep)) => return print_data_dependent(&rep, a.direct.json),
+        r => r?,
     };
     if a.direct.timings {
         if a.direct.warmup {

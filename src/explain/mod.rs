@@ -32,5 +32,5 @@ pub use divergence::{diverge, k_profile, ulp_distance, ulp_map, ChunkUlp, Locati
 pub use exactness::{analyze, ElementExactness, Reason};
 pub use fix::{suggest, Fix, Varies};
 pub use identify::{identify, simplest_order, Closest, IdentifyOptions, RowIdentity};
-pub use reveal::{reveal, reveal_mx, RevealError, RevealOptions, Revealed};
+pub use reveal::{reveal, reveal_mx, ChangedAnswer, RevealError, RevealOptions, Repeats, Revealed};
 pub use shape::Shape;

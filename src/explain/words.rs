@@ -224,6 +224,21 @@ impl fmt::Display for Revealed {
                 )?;
             }
         }
+        if self.repeats.probes > 0 {
+            writeln!(
+                f,
+                "{} probes repeated with other values ({} launches: {}): all {} answers the same, the order does not depend on the data",
+                self.repeats.probes,
+                self.repeats.repeats.len(),
+                self.repeats
+                    .repeats
+                    .iter()
+                    .map(|r| r.split(':').next().unwrap_or(r))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.repeats.answers
+            )?;
+        }
         match &self.order {
             Some(o) => {
                 let preset = o.preset_name().map(|p| format!(", preset {p}")).unwrap_or_default();
