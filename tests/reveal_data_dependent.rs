@@ -117,7 +117,10 @@ fn reveal_refuses_an_order_chosen_by_row_magnitude() {
         rule: Rule::RowMagnitude(128.0),
     };
     let rep = refused(&s, opts(4, 64, 32));
-    assert!(rep.changed_probes > 0 && rep.changed_count >= rep.changed_probes, "{rep:?}");
+    assert!(
+        rep.changed_probes > 0 && rep.changed_count >= rep.changed_probes,
+        "{rep:?}"
+    );
     assert!(!rep.changed.is_empty() && rep.changed.len() <= 16, "{rep:?}");
     // only the repeat that makes the rows large changes the answers
     assert!(rep.changed.iter().all(|c| c.repeat == "rescaled down"), "{rep:?}");
@@ -211,7 +214,12 @@ fn reveal_solve_exits_1_on_a_data_dependent_runner() {
         break;
     }
     let (o, text) = last.expect("the reveal finished");
-    assert_eq!(o.status.code(), Some(1), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("the order depends on the data"), "{text}");
     assert!(text.contains("rescaled down launch"), "{text}");

@@ -26,8 +26,8 @@
 //! of the new unit) is a changed answer: the order depends on the data.
 
 use super::prober::{refill, Prober};
-use crate::explain::shape::Shape;
 use super::{at, Key, RevealError, Scheme, NO_WINDOW};
+use crate::explain::shape::Shape;
 use crate::order::InType;
 use std::collections::HashMap;
 
@@ -95,8 +95,9 @@ fn exact(v: f32, t: InType, mx: bool) -> bool {
     }
     match t.format() {
         None => v.is_normal(),
-        Some(f) => crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0)
-            .is_ok_and(|c| f.decode_f32(c) == v),
+        Some(f) => {
+            crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).is_ok_and(|c| f.decode_f32(c) == v)
+        }
     }
 }
 
@@ -214,7 +215,10 @@ impl Prober<'_> {
             let lpq = row[q as usize];
             let under = |x: u32| row[x as usize] > 0 && row[x as usize] <= lpq;
             let units: Vec<(u32, bool)> = if c == NO_WINDOW {
-                (0..kl as u32).filter(|&x| x != p && x != q).map(|x| (x, under(x))).collect()
+                (0..kl as u32)
+                    .filter(|&x| x != p && x != q)
+                    .map(|x| (x, under(x)))
+                    .collect()
             } else {
                 sc.window(p, q, w, c).map(|x| (x, under(x))).collect()
             };
