@@ -293,13 +293,19 @@ impl fmt::Display for AcrossRows {
         write!(f, "across {}: ", row_list(&self.rows))?;
         if let Some(o) = self.order() {
             write!(f, "{o} reproduces every row")?;
-            let same: Vec<String> = self.classes[0].iter().skip(1).map(|o| o.to_string()).collect();
+            let same: Vec<String> = self.classes[0].iter().skip(1).take(8).map(|o| o.to_string()).collect();
             if !same.is_empty() {
                 write!(f, " (same tree: {})", same.join(", "))?;
             }
             if self.classes.len() > 1 {
-                let other: Vec<String> = self.classes[1..].iter().map(|c| c[0].to_string()).collect();
-                write!(f, "; other trees with the same bytes: {}", other.join(", "))?;
+                let other: Vec<String> = self.classes[1..].iter().take(8).map(|c| c[0].to_string()).collect();
+                let more = self.classes.len() - 1 - other.len();
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                write!(f, "; other trees with the same bytes: {}{more}", other.join(", "))?;
             }
             return writeln!(f);
         }
