@@ -657,3 +657,38 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
         level,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `single` verdict on f32 outputs of golden 1.0 where one element
+    /// of 1000 has relative error `max_re` (AvgRE = max_re / 1000 < T).
+    fn single(max_re: f64) -> Status {
+        let golden = vec![1.0f64; 1000];
+        let mut actual = golden.clone();
+        // |a - g| / (|g| + RE_FLOOR) = max_re
+        actual[17] = 1.0 + max_re * (1.0 + RE_FLOOR);
+        let case = Case {
+            dtype: DType::F32,
+            actual: &actual,
+            benchmark: None,
+            golden: &golden,
+            golden_rounded: &golden,
+        };
+        let v = evaluate(&Standard::Single, &case).unwrap();
+        let t = SINGLE_T.values.f32.unwrap();
+        assert!(v.actual.avg_re < t, "the AvgRE check is not what decides: {v:?}");
+        assert!((v.actual.max_re / max_re - 1.0).abs() < 1e-9, "{v:?}");
+        v.status
+    }
+
+    /// `single` passes iff AvgRE < T and MaxRE < 10 T: a MaxRE just below
+    /// 10 T passes, just above fails (a factor of 9 or 11 fails this).
+    #[test]
+    fn single_maxre_factor_is_ten() {
+        let t = SINGLE_T.values.f32.unwrap();
+        assert_eq!(single(10.0 * t * (1.0 - 1e-5)), Status::Pass);
+        assert_eq!(single(10.0 * t * (1.0 + 1e-5)), Status::Fail);
+    }
+}

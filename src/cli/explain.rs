@@ -340,7 +340,7 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         .transpose()?
         .unwrap_or_default();
     let p = ops.problem();
-    let (json, text, ok) = report(
+    let (json, text, ok, across) = report(
         &p,
         &rows,
         &observed,
@@ -350,16 +350,38 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         (x.n_tile, x.k_chunk, x.exactness),
     )?;
     if x.json {
-        outln!("{}", serde_json::to_string_pretty(&json!({"rows": json}))?);
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"rows": json, "across_rows": across}))?
+        );
     } else {
         out!("{text}");
     }
     Ok(if ok { Outcome::Held } else { Outcome::Failed })
 }
 
+/// The cross-row answer as JSON (`order` null when no order reproduces
+/// every row; `groups` then says which order reproduces which rows).
+fn across_json(a: &explain::AcrossRows) -> Value {
+    json!({
+        "rows": a.rows,
+        "order": a.order().map(|o| o.to_string()),
+        "reproduces_every_row": a.order().is_some(),
+        "classes": a.classes.iter().map(|c| c.iter().map(|o| o.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "groups": a.groups.iter().map(|g| json!({"order": g.order.to_string(), "rows": g.rows})).collect::<Vec<_>>(),
+        "unmatched_rows": a.unmatched,
+    })
+}
+
+/// The results of [`report`]: JSON rows, text, whether every row is
+/// reproduced by some order (and, over two or more rows, one order
+/// reproduces them all), and the cross-row answers as JSON.
+type Reported = (Vec<Value>, String, bool, Value);
+
 /// Identifies `rows` of `observed` (and of `vs`), and for each row with
-/// two observations diffs their orders: (JSON rows, text, every row
-/// reproduced by some order).
+/// two observations diffs their orders; over two or more rows, one
+/// headline per observation first: the order that reproduces every row,
+/// or that none does ([`explain::across_rows`]).
 #[allow(clippy::too_many_arguments)]
 fn report(
     p: &Problem,
@@ -369,7 +391,7 @@ fn report(
     entries: &[Order],
     varies: &Varies,
     (n_tile, k_chunk, exactness): (usize, usize, bool),
-) -> Result<(Vec<Value>, String, bool)> {
+) -> Result<Reported> {
     let (n, k) = (p.n, p.k);
     let mx = matches!(p.a, Matrix::Mx { .. });
     let cands = candidates::with_dispatch(Inputs::of(p), k, entries);
@@ -385,6 +407,21 @@ fn report(
     let mut all_explained = true;
     let mut json_rows = Vec::new();
     let mut text = String::new();
+    // one headline per observation over two or more rows
+    let across = explain::across_rows(&seen, k);
+    let vs_across = other.as_ref().map(|o| explain::across_rows(o, k));
+    if rows.len() > 1 {
+        text.push_str(&format!("observed {across}"));
+        all_explained &= across.order().is_some();
+        if let Some(a) = &vs_across {
+            text.push_str(&format!("vs       {a}"));
+            all_explained &= a.order().is_some();
+        }
+    }
+    let across_value = json!({
+        "observed": across_json(&across),
+        "vs": vs_across.as_ref().map(across_json),
+    });
     for (i, id) in seen.iter().enumerate() {
         let r = id.row;
         all_explained &= !id.matches.is_empty();
@@ -473,7 +510,7 @@ fn report(
         }
         json_rows.push(row_json);
     }
-    Ok((json_rows, text, all_explained))
+    Ok((json_rows, text, all_explained, across_value))
 }
 
 /// Resolves a relative `dispatch:` path of a case against the case's folder.
@@ -684,7 +721,7 @@ fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome
         _ => Vec::new(),
     };
     let varies = explained.as_ref().and_then(|e| e.varies.clone()).unwrap_or(varies);
-    let (mut json_rows, text, ok) = report(
+    let (mut json_rows, text, ok, _) = report(
         &p,
         &[0],
         &left,
@@ -771,6 +808,9 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()>
                 "disagreement_count": r.disagreement_count,
                 "shape_matches": r.shape_matches.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
                 "verified_elements": r.verified_elements,
+                "repeated_probes": r.repeats.probes,
+                "repeats": r.repeats.repeats,
+                "repeated_answers": r.repeats.answers,
                 "tree": r.shape.listing(),
                 "m": r.m, "k": r.k, "n": r.n, "input": r.input,
                 "mx": r.mx,
@@ -785,6 +825,56 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// A data-dependent order (the probes repeated with other values gave
+/// other counts): one headline, then the changed answers (at most 16
+/// listed), or the JSON `{"data_dependent": true, ...}`. Exit 1: a check
+/// failed, no tree is reported.
+pub(super) fn print_data_dependent(rep: &explain::Repeats, as_json: bool) -> Result<Outcome> {
+    let headline = explain::RevealError::DataDependent(Box::new(rep.clone())).to_string();
+    if as_json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "data_dependent": true,
+                "headline": headline,
+                "order": null,
+                "repeated_probes": rep.probes,
+                "repeats": rep.repeats,
+                "answers": rep.answers,
+                "changed_probes": rep.changed_probes,
+                "changed_count": rep.changed_count,
+                "changed": rep.changed,
+            }))?
+        );
+        return Ok(Outcome::Failed);
+    }
+    outln!("{headline}");
+    for r in &rep.repeats {
+        outln!("  repeat {r}");
+    }
+    for c in &rep.changed {
+        let window = c.window.map(|w| format!(", window {w}")).unwrap_or_default();
+        let after = match c.after {
+            Some(a) => format!("{a} units"),
+            None => format!("{:e}, not a whole number of units", c.value),
+        };
+        outln!(
+            "  {} launch {} C[{}, {}]: probe (+B at k={}, -B at k={}{window}) counted {} units, now {after}",
+            c.repeat,
+            c.launch,
+            c.row,
+            c.col,
+            c.p,
+            c.q,
+            c.before
+        );
+    }
+    if rep.changed_count > rep.changed.len() {
+        outln!("  ... {} more changed answers", rep.changed_count - rep.changed.len());
+    }
+    Ok(Outcome::Failed)
 }
 
 /// Exit status of a reveal: held when one tree explains every probe and
@@ -818,8 +908,12 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
     }
     let warm = t0.elapsed().as_secs_f64();
     let r = match mx {
-        Some(f) => explain::reveal_mx(subject, o, f)?,
-        None => explain::reveal(subject, o)?,
+        Some(f) => explain::reveal_mx(subject, o, f),
+        None => explain::reveal(subject, o),
+    };
+    let r = match r {
+        Err(explain::RevealError::DataDependent(rep)) => return print_data_dependent(&rep, a.direct.json),
+        r => r?,
     };
     if a.direct.timings {
         if a.direct.warmup {

@@ -424,6 +424,7 @@ fn step(dir: &Path, o: RevealOptions, mx: Option<MxFormat>, manifest: &Value, as
             }
             Ok(Outcome::Held)
         }
+        Err(explain::RevealError::DataDependent(rep)) => super::explain::print_data_dependent(&rep, as_json),
         Err(e) => Err(CliError(e.to_string())),
     }
 }

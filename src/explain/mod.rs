@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `candidates.rs` | the bounded, enumerable order families searched (incl. dispatch entries) |
 //! | `identify.rs` | passive identification: which candidates reproduce observed rows (row-only, early pruning) |
+//! | `across.rs` | the cross-row answer: the orders that reproduce every row, or which rows disagree |
 //! | `shape.rs` | the summation-tree shape of a compiled tree (what probes can see) |
 //! | `reduction.rs` | passive identification of a cross-rank reduction: which rank order (ring position, tree, fixed, any serial order) combined a chunk's partials |
 //! | `reveal/` | active recovery through a [`crate::subject::Subject`]: batched FPRev-style probes (`prober.rs` launches, `tally.rs` answers and scopes, `verify.rs` naming the tree) |
@@ -17,6 +18,7 @@
 //! The explainer reaches kernels only through the subject interface: it
 //! never imports `device`, `op` or `cli` (tests/layering.rs).
 
+pub mod across;
 pub mod candidates;
 pub mod divergence;
 pub mod exactness;
@@ -27,10 +29,11 @@ pub mod reveal;
 pub mod shape;
 mod words;
 
+pub use across::{across_rows, AcrossRows, RowGroup};
 pub use candidates::{Candidate, Source};
 pub use divergence::{diverge, k_profile, ulp_distance, ulp_map, ChunkUlp, Location, Mechanism, TileUlp, TreeDiff};
 pub use exactness::{analyze, ElementExactness, Reason};
 pub use fix::{suggest, Fix, Varies};
 pub use identify::{identify, simplest_order, Closest, IdentifyOptions, RowIdentity};
-pub use reveal::{reveal, reveal_mx, RevealError, RevealOptions, Revealed};
+pub use reveal::{reveal, reveal_mx, ChangedAnswer, Repeats, RevealError, RevealOptions, Revealed};
 pub use shape::Shape;

@@ -1,6 +1,7 @@
 //! The explainer's words: every sentence it prints, as `Display` impls of
 //! the data the other files compute. Nothing here decides anything.
 
+use super::across::AcrossRows;
 use super::divergence::{Location, Mechanism, TreeDiff};
 use super::exactness::Reason;
 use super::fix::{Fix, Varies};
@@ -224,6 +225,21 @@ impl fmt::Display for Revealed {
                 )?;
             }
         }
+        if self.repeats.probes > 0 {
+            writeln!(
+                f,
+                "{} probes repeated with other values ({} launches: {}): all {} answers the same, the order does not depend on the data",
+                self.repeats.probes,
+                self.repeats.repeats.len(),
+                self.repeats
+                    .repeats
+                    .iter()
+                    .map(|r| r.split(':').next().unwrap_or(r))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.repeats.answers
+            )?;
+        }
         match &self.order {
             Some(o) => {
                 let preset = o.preset_name().map(|p| format!(", preset {p}")).unwrap_or_default();
@@ -252,5 +268,59 @@ impl fmt::Display for Revealed {
                 write!(f, "{}", self.shape.listing())
             }
         }
+    }
+}
+
+/// `rows 0, 1, 2` (at most 16 listed, then how many more).
+fn row_list(rows: &[usize]) -> String {
+    let shown: Vec<String> = rows.iter().take(16).map(|r| r.to_string()).collect();
+    let more = if rows.len() > 16 {
+        format!(" and {} more", rows.len() - 16)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} {}{more}",
+        if rows.len() == 1 { "row" } else { "rows" },
+        shown.join(", ")
+    )
+}
+
+impl fmt::Display for AcrossRows {
+    /// One line: the order that reproduces every row, or that none does
+    /// and which order reproduces which rows.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "across {}: ", row_list(&self.rows))?;
+        if let Some(o) = self.order() {
+            write!(f, "{o} reproduces every row")?;
+            let same: Vec<String> = self.classes[0].iter().skip(1).take(8).map(|o| o.to_string()).collect();
+            if !same.is_empty() {
+                write!(f, " (same tree: {})", same.join(", "))?;
+            }
+            if self.classes.len() > 1 {
+                let other: Vec<String> = self.classes[1..].iter().take(8).map(|c| c[0].to_string()).collect();
+                let more = self.classes.len() - 1 - other.len();
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                write!(f, "; other trees with the same bytes: {}{more}", other.join(", "))?;
+            }
+            return writeln!(f);
+        }
+        write!(f, "no order reproduces every row")?;
+        let parts: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| format!("{} reproduces {}", g.order, row_list(&g.rows)))
+            .collect();
+        if !parts.is_empty() {
+            write!(f, ": {}", parts.join("; "))?;
+        }
+        if !self.unmatched.is_empty() {
+            write!(f, "; no order reproduces {}", row_list(&self.unmatched))?;
+        }
+        writeln!(f)
     }
 }

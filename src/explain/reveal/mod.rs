@@ -48,6 +48,15 @@
 //! muladd, fused-sum
 //! precision, output format). The result is the simplest order whose tree
 //! and bytes both match, or the shape as a tree listing.
+//!
+//! # Data-dependent orders
+//! The probes assume one static tree. When every answer agrees with the
+//! recovered tree, a seeded sample of at most [`REPEAT_PROBES`] probes is
+//! repeated with other values (`repeat.rs`: rescaled up, rescaled down,
+//! swamped units refilled with 0 or half a unit; one launch each, so at
+//! most 3 extra launches). A static tree gives the same counts; any
+//! changed answer is [`RevealError::DataDependent`] naming the probes,
+//! never a tree.
 
 use super::candidates::{self, Inputs};
 use super::identify::{identify, IdentifyOptions};
@@ -59,8 +68,11 @@ use crate::subject::Subject;
 use std::collections::HashMap;
 
 mod prober;
+mod repeat;
 mod tally;
 mod verify;
+
+pub use repeat::{ChangedAnswer, Repeats, REPEAT_PROBES};
 
 use prober::{magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
@@ -115,7 +127,8 @@ pub struct Revealed {
     pub scheme: Scheme,
     /// Units counted per probe (K when the output counts exactly).
     pub window: usize,
-    /// GEMM launches of the subject (calibration, probes, verification).
+    /// GEMM launches of the subject (calibration, probes, repeats,
+    /// verification).
     pub launches: usize,
     /// Probe answers received (every position of every probe launch).
     pub probes: usize,
@@ -140,6 +153,10 @@ pub struct Revealed {
     pub equivalent: Vec<Order>,
     /// Output elements compared in the verification launch.
     pub verified_elements: usize,
+    /// The data-dependence check: probes repeated with other values, every
+    /// answer the same (run only when every answer agrees with the tree;
+    /// a changed answer is [`RevealError::DataDependent`] instead).
+    pub repeats: Repeats,
     /// Wall seconds per phase, in order (not serialized: the JSON output
     /// stays the same bytes run to run; `mxbi reveal --timings` prints them).
     #[serde(skip)]
@@ -162,6 +179,11 @@ pub enum RevealError {
     /// Answers that are not counts, or that no static tree explains.
     #[error("{0}")]
     Inconsistent(String),
+    /// The same probes, repeated with other values, gave other counts: the
+    /// order depends on the data, no tree is reported (which probes
+    /// disagree: [`Repeats::changed`]).
+    #[error("the order depends on the data: {} of the {} probes repeated with other values gave other counts ({} of {} answers); no static tree describes the subject", .0.changed_probes, .0.probes, .0.changed_count, .0.answers)]
+    DataDependent(Box<Repeats>),
 }
 
 /// Most distinct probes one reveal may request: 2^24. Each keeps a tally of
@@ -512,6 +534,17 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     clock.lap = std::time::Instant::now();
     let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
     clock.mark("answers checked against the tree");
+    // a tree every answer agrees with: do the answers depend on the data?
+    let repeats = if disagreement_count == 0 {
+        let r = pr.repeat(&shape)?;
+        clock.mark("probes repeated with other values");
+        if r.changed_count > 0 {
+            return Err(RevealError::DataDependent(Box::new(r)));
+        }
+        r
+    } else {
+        Repeats::default()
+    };
     let t = &pr.tallies;
     let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
     // the order: shape-matching candidates told apart by their bytes
@@ -668,6 +701,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         order,
         equivalent,
         verified_elements,
+        repeats,
         timings: clock.finish(),
     })
 }

@@ -1,0 +1,372 @@
+//! Data-dependence check: a seeded sample of the probes is repeated with
+//! other values; a static tree gives the same counts, an order chosen from
+//! the data need not (see the module doc of `reveal`, "Data-dependent
+//! orders").
+//!
+//! # The repeats
+//! [`REPEAT_PROBES`] probes (at most; fewer when a launch has fewer slots
+//! or there are fewer distinct probes), drawn with the reveal's seed, go
+//! into each repeat launch, laid out as the probes were (lines or
+//! diagonal); every answer of the launch is checked:
+//! - **rescaled up / down** (two launches): the probe operand's units and
+//!   large values and the other operand scaled by other powers of two
+//!   (lines: units x2^6 and `+-B` x2^10 in the probe line, the other
+//!   operand x2^-4, so the unit is x4 and `B / u` x16; and the mirror,
+//!   units x2^-6, `+-B` x2^-2, other x2^4, so the unit is /4. Diagonal
+//!   probes: both factors x2 or both /2). A variant whose values are not
+//!   all exact in the input type is skipped (FP8 inputs have no room).
+//! - **refilled** (one launch): every unit that the recovered tree says is
+//!   swamped (under the lowest common ancestor of p and q) replaced by a
+//!   seeded choice of 0 or half a unit (0 only where half a unit is not
+//!   exact in the input type); the counted units stay.
+//!
+//! A static tree gives every repeated probe the count it gave before (a
+//! scaled unit is still a unit; a swamped value of at most a unit is
+//! still swamped). Any other answer (another count, or not a whole number
+//! of the new unit) is a changed answer: the order depends on the data.
+
+use super::prober::{refill, Prober};
+use super::{at, Key, RevealError, Scheme, NO_WINDOW};
+use crate::explain::shape::Shape;
+use crate::order::InType;
+use std::collections::HashMap;
+
+/// Most probes repeated per launch.
+pub const REPEAT_PROBES: usize = 64;
+
+/// Changed answers listed (all are counted).
+const LISTED: usize = 16;
+
+/// A repeated probe answer that differs from the probe's first answer.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ChangedAnswer {
+    /// Which repeat (`rescaled up`, `rescaled down`, `refilled`).
+    pub repeat: &'static str,
+    pub launch: usize,
+    pub row: usize,
+    pub col: usize,
+    /// The probe: `+B` at p, `-B` at q, the window of counted units (None:
+    /// every other term).
+    pub p: u32,
+    pub q: u32,
+    pub window: Option<u32>,
+    /// Units the probe counted the first time.
+    pub before: u32,
+    /// Units counted in the repeat (None: not a whole number of the
+    /// repeat's unit; `value` is the raw output).
+    pub after: Option<u32>,
+    pub value: f32,
+}
+
+/// What the repeats found.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Repeats {
+    /// Distinct probes repeated.
+    pub probes: usize,
+    /// The repeats run, in words (one launch each).
+    pub repeats: Vec<String>,
+    /// Answers checked (every position of every repeat launch).
+    pub answers: usize,
+    /// Changed answers, at most 16 listed, and their count.
+    pub changed: Vec<ChangedAnswer>,
+    pub changed_count: usize,
+    /// The distinct probes with a changed answer (p, q, window).
+    pub changed_probes: usize,
+}
+
+/// One repeat: power-of-two shifts of the probe operand's units and large
+/// values and of the other operand's units and (diagonal) large values;
+/// whether swamped units are refilled.
+struct Variant {
+    name: &'static str,
+    shifts: [i32; 4],
+    refill: bool,
+}
+
+/// Whether `v` is exactly an element value of the probes' operands.
+fn exact(v: f32, t: InType, mx: bool) -> bool {
+    if !v.is_finite() || v == 0.0 {
+        return v == 0.0;
+    }
+    if mx {
+        // +-1 times an E8M0 power of two
+        let e = v.abs().log2();
+        return e.fract() == 0.0 && (-127.0..=127.0).contains(&e) && v.abs() == 2f32.powi(e as i32);
+    }
+    match t.format() {
+        None => v.is_normal(),
+        Some(f) => {
+            crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).is_ok_and(|c| f.decode_f32(c) == v)
+        }
+    }
+}
+
+/// The repeats a reveal runs for its scheme and input type (those whose
+/// values are exact in it).
+fn variants(pr: &Prober) -> Vec<Variant> {
+    let list = match pr.scheme {
+        Scheme::Lines => [
+            Variant {
+                name: "rescaled up",
+                shifts: [6, 10, -4, 0],
+                refill: false,
+            },
+            Variant {
+                name: "rescaled down",
+                shifts: [-6, -2, 4, 0],
+                refill: false,
+            },
+        ],
+        Scheme::Diagonal => [
+            Variant {
+                name: "rescaled up",
+                shifts: [1, 1, 1, 1],
+                refill: false,
+            },
+            Variant {
+                name: "rescaled down",
+                shifts: [-1, -1, -1, -1],
+                refill: false,
+            },
+        ],
+    };
+    let (lo, hi, t, mx) = (pr.lo, pr.hi, pr.o.input, pr.mx.is_some());
+    let p2 = |e: i32| 2f32.powi(e);
+    let mut out: Vec<Variant> = list
+        .into_iter()
+        .filter(|v| {
+            let [pu, pb, ou, ob] = v.shifts;
+            exact(lo * p2(pu), t, mx)
+                && exact(hi * p2(pb), t, mx)
+                && exact(lo * p2(ou), t, mx)
+                && (pr.scheme == Scheme::Lines || exact(hi * p2(ob), t, mx))
+        })
+        .collect();
+    out.push(Variant {
+        name: "refilled",
+        shifts: [0; 4],
+        refill: true,
+    });
+    out
+}
+
+fn describe(v: &Variant, scheme: Scheme, fills: &[f32], lo: f32) -> String {
+    let [pu, pb, ou, ob] = v.shifts;
+    if v.refill {
+        let f: Vec<String> = fills.iter().map(|x| format!("{}", x / lo)).collect();
+        return format!(
+            "refilled: the swamped units (under the ancestor of p and q) set to {} units, seeded",
+            f.join(" or ")
+        );
+    }
+    match scheme {
+        Scheme::Lines => format!(
+            "{}: probe units x2^{pu}, +-B x2^{pb}, the other operand x2^{ou} (unit x2^{})",
+            v.name,
+            pu + ou
+        ),
+        Scheme::Diagonal => format!(
+            "{}: units x2^{pu} and x2^{ou}, large values x2^{pb} and x2^{ob} in the two factors (unit x2^{})",
+            v.name,
+            pu + ou
+        ),
+    }
+}
+
+impl Prober<'_> {
+    /// Repeats a seeded sample of the tallied probes with other values
+    /// (module doc) and checks every answer against the probe's first
+    /// count. `shape` is the recovered tree (it says which units are
+    /// swamped).
+    pub(super) fn repeat(&mut self, shape: &Shape) -> Result<Repeats, RevealError> {
+        let (m, kl, n, w) = (self.o.m, self.kl, self.o.n, self.window);
+        let slots = match self.scheme {
+            Scheme::Lines => m.max(n),
+            Scheme::Diagonal => m.min(n),
+        };
+        let mut keys: Vec<Key> = self.tallies.first.keys().copied().collect();
+        keys.sort_unstable();
+        // seeded partial Fisher-Yates: the sample, then in key order
+        let s = REPEAT_PROBES.min(slots).min(keys.len());
+        let mut r = crate::rng::SplitMix64::new(self.o.seed ^ 0xDA7A_DE9E);
+        for i in 0..s {
+            let j = i + r.below((keys.len() - i) as u64) as usize;
+            keys.swap(i, j);
+        }
+        let mut sample: Vec<Key> = keys[..s].to_vec();
+        sample.sort_unstable();
+        let sc = &self.scopes;
+        // per probe: its line in leaf space (units counted or swamped) and
+        // the count it gave first
+        let lca = shape.lca_sizes();
+        let mut rows: HashMap<u32, Vec<u32>> = HashMap::new();
+        struct Probe {
+            key: Key,
+            /// (leaf, swamped) for every unit of the line
+            units: Vec<(u32, bool)>,
+            before: u32,
+        }
+        let mut probes = Vec::with_capacity(s);
+        for &key in &sample {
+            let (p, q, c) = key;
+            let row = rows
+                .entry(p)
+                .or_insert_with(|| shape.lca_row(&lca, p).unwrap_or_else(|| vec![0; kl]));
+            let lpq = row[q as usize];
+            let under = |x: u32| row[x as usize] > 0 && row[x as usize] <= lpq;
+            let units: Vec<(u32, bool)> = if c == NO_WINDOW {
+                (0..kl as u32)
+                    .filter(|&x| x != p && x != q)
+                    .map(|x| (x, under(x)))
+                    .collect()
+            } else {
+                sc.window(p, q, w, c).map(|x| (x, under(x))).collect()
+            };
+            let act = sc.active(&key, kl, w);
+            let v = self.tallies.first[&key].0;
+            probes.push(Probe {
+                key,
+                units,
+                before: (act + 2).saturating_sub(v),
+            });
+        }
+        let (lo, hi) = (self.lo, self.hi);
+        let half = lo / 2.0;
+        let fills: Vec<f32> = if exact(half, self.o.input, self.mx.is_some()) {
+            vec![0.0, half]
+        } else {
+            vec![0.0]
+        };
+        let vars = variants(self);
+        let scheme = self.scheme;
+        let repeats: Vec<String> = vars.iter().map(|v| describe(v, scheme, &fills, lo)).collect();
+        // the refill choices, seeded, per probe and unit
+        let choice: Vec<Vec<f32>> = probes
+            .iter()
+            .map(|pb| {
+                pb.units
+                    .iter()
+                    .map(|&(_, sw)| {
+                        if sw {
+                            fills[r.below(fills.len() as u64) as usize]
+                        } else {
+                            lo
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let cols = n >= m;
+        let p2 = |e: i32| 2f32.powi(e);
+        let unit0 = lo as f64 * lo as f64;
+        let mut changed: Vec<ChangedAnswer> = Vec::new();
+        let mut changed_count = 0usize;
+        let mut changed_keys: std::collections::HashSet<Key> = std::collections::HashSet::new();
+        let mut answers = 0usize;
+        let count = vars.len();
+        let probes = &probes;
+        let choice = &choice;
+        self.launch_all(
+            count,
+            |vi, a, b| {
+                let v = &vars[vi];
+                let [pu, pb, ou, ob] = v.shifts;
+                let (plo, phi, olo, ohi) = (p2(pu), hi * p2(pb), lo * p2(ou), hi * p2(ob));
+                // the probe line's value at each of its units
+                let line = |t: usize, put: &mut dyn FnMut(usize, f32)| {
+                    let pr = &probes[t];
+                    for (u, &(x, _)) in pr.units.iter().enumerate() {
+                        let base = if v.refill { choice[t][u] } else { lo };
+                        put(x as usize, base * plo);
+                    }
+                    put(pr.key.0 as usize, phi);
+                    put(pr.key.1 as usize, -phi);
+                };
+                match scheme {
+                    Scheme::Lines if cols => {
+                        refill(b, kl * n, 0.0);
+                        for j in 0..n {
+                            line(j % s, &mut |x, val| b[x * n + j] = val);
+                        }
+                        refill(a, m * kl, olo);
+                    }
+                    Scheme::Lines => {
+                        refill(a, m * kl, 0.0);
+                        for i in 0..m {
+                            let row = &mut a[i * kl..(i + 1) * kl];
+                            line(i % s, &mut |x, val| row[x] = val);
+                        }
+                        refill(b, kl * n, olo);
+                    }
+                    Scheme::Diagonal => {
+                        refill(a, m * kl, 0.0);
+                        refill(b, kl * n, olo);
+                        for (i, pr) in probes.iter().enumerate() {
+                            let row = &mut a[i * kl..(i + 1) * kl];
+                            line(i, &mut |x, val| row[x] = val);
+                            // the large values in both factors: +-B in B
+                            // (the line put -B at q into A: both are +B there)
+                            row[pr.key.1 as usize] = phi;
+                            b[pr.key.0 as usize * n + i] = ohi;
+                            b[pr.key.1 as usize * n + i] = -ohi;
+                        }
+                    }
+                }
+            },
+            |_, id, vi, out| {
+                let v = &vars[vi];
+                let [pu, _, ou, _] = v.shifts;
+                let unit = unit0 * 2f64.powi(pu + ou);
+                let mut check = |t: usize, i: usize, j: usize| {
+                    let pr = &probes[t];
+                    let val = out[i * n + j];
+                    let c = val as f64 / unit;
+                    let after = (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= kl as f64).then_some(c as u32);
+                    answers += 1;
+                    if after != Some(pr.before) {
+                        changed_count += 1;
+                        changed_keys.insert(pr.key);
+                        if changed.len() < LISTED {
+                            let (launch, row, col) = at(id, i, j);
+                            changed.push(ChangedAnswer {
+                                repeat: v.name,
+                                launch: launch as usize,
+                                row: row as usize,
+                                col: col as usize,
+                                p: pr.key.0,
+                                q: pr.key.1,
+                                window: (pr.key.2 != NO_WINDOW).then_some(pr.key.2),
+                                before: pr.before,
+                                after,
+                                value: val,
+                            });
+                        }
+                    }
+                };
+                match scheme {
+                    Scheme::Lines => {
+                        for i in 0..m {
+                            for j in 0..n {
+                                check(if cols { j } else { i } % s, i, j);
+                            }
+                        }
+                    }
+                    Scheme::Diagonal => {
+                        for i in 0..s {
+                            check(i, i, i);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        Ok(Repeats {
+            probes: s,
+            repeats,
+            answers,
+            changed,
+            changed_count,
+            changed_probes: changed_keys.len(),
+        })
+    }
+}

@@ -1,0 +1,234 @@
+//! Data-dependent orders (docs/EXPLAIN.md, "Data-dependent orders"): a
+//! subject whose order is chosen from its inputs is refused by `reveal`
+//! (`RevealError::DataDependent`, naming the probes whose repeated answers
+//! changed), never reported as a tree; through `mxbi reveal gen|solve` it
+//! exits 1 with a one-line headline and the changed answers. Static orders
+//! still reveal, with the repeats counted among the launches.
+
+mod common;
+
+use common::reveal_runner::pending_jobs;
+use common::TempDir;
+use mxbi::explain::{self, RevealError, RevealOptions};
+use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::io::{load_tensor, write_tensor, TensorData};
+use mxbi::order::{InType, Order};
+use mxbi::subject::{Subject, SubjectError};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn order(s: &str) -> Order {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn opts(m: usize, k: usize, n: usize) -> RevealOptions {
+    RevealOptions {
+        m,
+        k,
+        n,
+        input: InType::F32,
+        seed: 7,
+        verify_rows: 4,
+    }
+}
+
+/// Which input decides the order.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// Row i of C: `large` when the sum of |A[i, :]| exceeds the threshold
+    /// (a kernel that switches to split-K for large rows).
+    RowMagnitude(f64),
+    /// Column j of C: `large` when column j of B holds an exact zero (a
+    /// kernel that takes a sparse path).
+    ZeroInColumn,
+}
+
+/// A subject whose order depends on the data (one of two orders per
+/// output element, chosen by `rule`).
+struct DataDependent {
+    small: Order,
+    large: Order,
+    rule: Rule,
+}
+
+impl DataDependent {
+    /// C for f32 operands a [M, K], b [K, N].
+    fn c(&self, a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+        let p = Problem {
+            a: Matrix::F32(a),
+            b: Matrix::F32(b),
+            m,
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        };
+        let s = gemm(&self.small, &p, None).unwrap();
+        let l = gemm(&self.large, &p, None).unwrap();
+        (0..m * n)
+            .map(|e| {
+                let (i, j) = (e / n, e % n);
+                let large = match self.rule {
+                    Rule::RowMagnitude(t) => a[i * k..(i + 1) * k].iter().map(|x| x.abs() as f64).sum::<f64>() > t,
+                    Rule::ZeroInColumn => (0..k).any(|x| b[x * n + j] == 0.0),
+                };
+                if large {
+                    l[e]
+                } else {
+                    s[e]
+                }
+            })
+            .collect()
+    }
+}
+
+impl Subject for DataDependent {
+    fn name(&self) -> String {
+        "data-dependent".into()
+    }
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let (Matrix::F32(a), Matrix::F32(b)) = (&p.a, &p.b) else {
+            unreachable!("reveal of f32 inputs passes f32 operands")
+        };
+        let c = self.c(a, b, p.m, p.k, p.n);
+        Ok(match rows {
+            None => c,
+            Some(r) => r.iter().flat_map(|&i| c[i * p.n..(i + 1) * p.n].to_vec()).collect(),
+        })
+    }
+}
+
+fn refused(s: &DataDependent, o: RevealOptions) -> Box<explain::Repeats> {
+    match explain::reveal(s, o) {
+        Err(RevealError::DataDependent(rep)) => rep,
+        Ok(r) => panic!("a data-dependent subject reported as a tree:\n{r}"),
+        Err(e) => panic!("refused for another reason: {e}"),
+    }
+}
+
+/// Rows of all units (the probes') give a row sum of K = 64 under the
+/// threshold of 128, so the probes alone see one static tree (`fma`);
+/// the repeat that scales the other operand (A) by 2^4 crosses the
+/// threshold and the counts change to `fma;split=4`'s.
+#[test]
+fn reveal_refuses_an_order_chosen_by_row_magnitude() {
+    let s = DataDependent {
+        small: order("fma"),
+        large: order("fma;split=4"),
+        rule: Rule::RowMagnitude(128.0),
+    };
+    let rep = refused(&s, opts(4, 64, 32));
+    assert!(
+        rep.changed_probes > 0 && rep.changed_count >= rep.changed_probes,
+        "{rep:?}"
+    );
+    assert!(!rep.changed.is_empty() && rep.changed.len() <= 16, "{rep:?}");
+    // only the repeat that makes the rows large changes the answers
+    assert!(rep.changed.iter().all(|c| c.repeat == "rescaled down"), "{rep:?}");
+    for c in &rep.changed {
+        // the counts are fma;split=4's: the static tree would have kept them
+        assert_ne!(c.after, Some(c.before), "{c:?}");
+        assert!(c.after.is_some(), "{c:?}");
+    }
+    let e = RevealError::DataDependent(rep).to_string();
+    assert!(e.starts_with("the order depends on the data"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}
+
+/// The zero-in-column rule: probes hold no zeros, the rescaled repeats
+/// neither, only the refill (swamped units set to 0 or half a unit)
+/// reaches the other order.
+#[test]
+fn reveal_refuses_an_order_chosen_by_zeros_in_b() {
+    let s = DataDependent {
+        small: order("fma"),
+        large: order("fma;split=2"),
+        rule: Rule::ZeroInColumn,
+    };
+    let rep = refused(&s, opts(4, 64, 32));
+    assert!(rep.changed_probes > 0, "{rep:?}");
+    assert!(rep.changed.iter().all(|c| c.repeat == "refilled"), "{rep:?}");
+}
+
+/// The controls: the same rules choosing between one order twice reveal the
+/// order, with the repeats run (at most 3 launches more) and every
+/// repeated answer the same.
+#[test]
+fn static_orders_pass_the_repeats() {
+    for rule in [Rule::RowMagnitude(128.0), Rule::ZeroInColumn] {
+        let s = DataDependent {
+            small: order("fma;split=2"),
+            large: order("fma;split=2"),
+            rule,
+        };
+        let r = explain::reveal(&s, opts(4, 64, 32)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
+        assert_eq!(r.repeats.probes, 32, "one launch of 32 columns holds 32 probes");
+        assert_eq!(r.repeats.repeats.len(), 3, "{:?}", r.repeats);
+        assert_eq!(r.repeats.answers, 3 * 4 * 32);
+        assert_eq!(r.repeats.changed_count, 0);
+        assert!(r.to_string().contains("the order does not depend on the data"), "{r}");
+    }
+}
+
+fn mxbi(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mxbi")).args(args).output().unwrap()
+}
+
+/// Answers every pending job of a `reveal gen` folder with the subject.
+fn answer(dir: &Path, s: &DataDependent) -> usize {
+    let jobs = pending_jobs(dir);
+    for job in &jobs {
+        let a = load_tensor(job.join("a.npy"), None).unwrap();
+        let b = load_tensor(job.join("b.npy"), None).unwrap();
+        let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+        let c = s.c(&a.as_f32().unwrap(), &b.as_f32().unwrap(), m, k, n);
+        let t = TensorData::from_slice(vec![m, n], &c).unwrap();
+        write_tensor(job.join("out.npy"), "data", &t).unwrap();
+    }
+    jobs.len()
+}
+
+/// Through files (an external runner): `reveal solve` exits 1 with the
+/// headline and the changed answers (bounded), text and JSON.
+#[test]
+fn reveal_solve_exits_1_on_a_data_dependent_runner() {
+    let t = TempDir::new("reveal-data-dependent");
+    let s = DataDependent {
+        small: order("fma"),
+        large: order("fma;split=4"),
+        rule: Rule::RowMagnitude(128.0),
+    };
+    let dir = t.join("probe");
+    let ds = dir.display().to_string();
+    let g = mxbi(&["reveal", "gen", "--dir", &ds, "--m", "4", "--k", "64", "--n", "32"]);
+    assert_eq!(g.status.code(), Some(0), "{}", String::from_utf8_lossy(&g.stderr));
+    let mut last = None;
+    for _ in 0..64 {
+        assert!(answer(&dir, &s) > 0);
+        let o = mxbi(&["reveal", "solve", "--dir", &ds]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.code() == Some(0) && text.contains("launches to run") {
+            continue;
+        }
+        last = Some((o, text));
+        break;
+    }
+    let (o, text) = last.expect("the reveal finished");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("the order depends on the data"), "{text}");
+    assert!(text.contains("rescaled down launch"), "{text}");
+    assert!(!text.contains("order:"), "no tree, no order: {text}");
+    assert!(lines.len() <= 1 + 3 + 16 + 1, "bounded: {text}");
+    let j = mxbi(&["reveal", "solve", "--dir", &ds, "--json"]);
+    assert_eq!(j.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(v["data_dependent"], true);
+    assert!(v["order"].is_null());
+    assert!(v["changed_probes"].as_u64().unwrap() > 0);
+}
