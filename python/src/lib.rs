@@ -1074,7 +1074,7 @@ fn seconds(what: &str, x: f64, max: f64, zero_ok: bool) -> PyResult<std::time::D
 #[pyfunction]
 #[pyo3(signature = (subject, families=vec![], classes=vec![], budget=60.0, max_cases=None, seed=1, out=None,
                     corpus=None, input=None, max_m=513, max_k=4096, max_n=64, max_shrink_runs=400,
-                    k_boundaries=vec![], name=None, timeout=None))]
+                    k_boundaries=vec![], name=None, timeout=None, confirm=3, others=vec![]))]
 #[allow(clippy::too_many_arguments)]
 fn fuzz(
     py: Python<'_>,
@@ -1094,6 +1094,8 @@ fn fuzz(
     k_boundaries: Vec<usize>,
     name: Option<String>,
     timeout: Option<f64>,
+    confirm: u32,
+    others: Vec<String>,
 ) -> PyResult<PyFuzzOutcome> {
     use mxbi::cli::fuzz as cli;
     use mxbi::fuzz::{fuzz_with, FuzzConfig, FuzzError};
@@ -1108,6 +1110,10 @@ fn fuzz(
                 .parse::<bi::ContentClass>()
                 .map_err(|e| err(format!("classes: {e}")))
         })
+        .collect::<PyResult<Vec<_>>>()?;
+    let others = others
+        .iter()
+        .map(|c| c.trim().parse::<bi::Others>().map_err(|e| err(format!("others: {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let families: Vec<String> = families.iter().map(|f| f.trim().to_string()).collect();
     // a spec: the CLI's own reading; a callable: the checker's Python subject
@@ -1138,6 +1144,7 @@ fn fuzz(
         max_cases,
         families,
         classes,
+        others,
         knobs,
         spec: spec.clone(),
         k_boundaries: kb,
@@ -1148,6 +1155,7 @@ fn fuzz(
         k_multiple,
         corpus,
         max_shrink_runs,
+        confirm,
     };
     let subj: &dyn Subject = parsed.subject.as_ref();
     let is_spec = parsed.abort.is_none();

@@ -1,13 +1,17 @@
-//! The strategy: what a case is drawn from. Every dimension is a proptest
-//! `select` over a sorted candidate list, so proptest's shrinking moves it
-//! toward the list's first (smallest, simplest) entry; the lists are biased
-//! toward the edges where a subject's behaviour changes.
+//! The strategy: what a case is drawn from. M and K are drawn half the
+//! time from the edge lists (where a subject's behaviour is likely to
+//! change) and half the time log-uniformly over the whole range
+//! ([`log_uniform`]); every other dimension is a proptest `select` over a
+//! sorted candidate list, and `others` is `drawn` half the time. Shrinking
+//! moves every dimension toward its simplest value (the first list entry,
+//! the smallest M and K, `drawn`).
 
 use super::{FuzzConfig, FuzzError};
-use crate::bi::{edge_ms, ContentClass, Family, Limits, RowPos};
+use crate::bi::{edge_ms, ContentClass, Family, Limits, Others, RowPos};
 use crate::subject::{Knobs, Subject};
+use proptest::prelude::{prop_oneof, Just};
 use proptest::sample::select;
-use proptest::strategy::Strategy;
+use proptest::strategy::{BoxedStrategy, Strategy};
 
 /// The usual K edges: powers of two and their neighbours.
 const K_EDGES: [usize; 34] = [
@@ -19,8 +23,39 @@ const K_EDGES: [usize; 34] = [
 const N_EDGES: [usize; 10] = [1, 2, 3, 4, 8, 16, 17, 32, 33, 64];
 
 /// One drawn setting: (family, baseline M, M, K, N, row, content class,
-/// knobs), in the order proptest shrinks them.
-pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass, Knobs);
+/// others, knobs), in the order proptest shrinks them.
+pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass, Others, Knobs);
+
+/// Fraction bits of a [`log_uniform`] draw within its octave.
+const FRAC_BITS: u32 = 16;
+
+/// Integers in `1..=max` that are multiples of `step` (`step <= max`),
+/// log-uniform: an octave `[2^e, 2^(e+1))` (the last one cut at `max`) is
+/// drawn uniformly among the octaves up to `max`, then a value uniformly
+/// (in 2^16 steps) within it,
+/// rounded up to a multiple of `step` and capped at the largest multiple
+/// of `step` up to `max`. Integer arithmetic only (the same draws on every
+/// machine); shrinks toward `step`.
+pub(super) fn log_uniform(max: usize, step: usize) -> BoxedStrategy<usize> {
+    let step = step.max(1);
+    let top = max / step * step;
+    let octaves = u64::from(usize::BITS - max.leading_zeros());
+    (0u64..octaves << FRAC_BITS)
+        .prop_map(move |u| {
+            let e = u >> FRAC_BITS;
+            let low = 1u64 << e;
+            // the last octave ends at max
+            let width = (2 * low).min(max as u64 + 1) - low;
+            let v = low + ((width * (u & ((1 << FRAC_BITS) - 1))) >> FRAC_BITS);
+            (v as usize).div_ceil(step).saturating_mul(step).clamp(step, top)
+        })
+        .boxed()
+}
+
+/// Edges half the time, [`log_uniform`] the other half.
+fn edges_or_range(edges: &[usize], max: usize, step: usize) -> BoxedStrategy<usize> {
+    prop_oneof![select(edges.to_vec()), log_uniform(max, step)].boxed()
+}
 
 /// The candidate lists of one run.
 #[derive(Clone, Debug)]
@@ -31,7 +66,12 @@ pub(super) struct Space {
     pub ns: Vec<usize>,
     pub rows: Vec<RowPos>,
     pub classes: Vec<ContentClass>,
+    /// The `others` settings other than `drawn` (drawn half the time).
+    pub others: Vec<Others>,
     pub knobs: Vec<Knobs>,
+    /// Largest M and K drawn.
+    pub max_m: usize,
+    pub max_k: usize,
     /// M must be a multiple of this (the subject's world size).
     pub m_step: usize,
     /// K must be a multiple of this.
@@ -107,6 +147,14 @@ impl Space {
         };
         classes.sort_unstable();
         classes.dedup();
+        let mut others: Vec<Others> = if cfg.others.is_empty() {
+            Others::ALL.to_vec()
+        } else {
+            cfg.others.clone()
+        };
+        others.retain(|o| !o.is_drawn());
+        others.sort_unstable();
+        others.dedup();
         let knobs = if cfg.knobs.is_empty() {
             vec![Knobs::default()]
         } else {
@@ -119,22 +167,31 @@ impl Space {
             ns,
             rows: vec![RowPos::Index(0), RowPos::Index(1), RowPos::Mid, RowPos::Last],
             classes,
+            others,
             knobs,
+            max_m: cfg.max_m,
+            max_k: cfg.max_k,
             m_step: ws,
             k_step: step,
         })
     }
 
-    /// The proptest strategy over these lists.
+    /// The proptest strategy over these lists and ranges.
     pub fn strategy(&self) -> impl Strategy<Value = Draw> {
+        let others = if self.others.is_empty() {
+            Just(Others::Drawn).boxed()
+        } else {
+            prop_oneof![Just(Others::Drawn), select(self.others.clone())].boxed()
+        };
         (
             select(self.families.clone()),
-            select(self.ms.clone()),
-            select(self.ms.clone()),
-            select(self.ks.clone()),
+            edges_or_range(&self.ms, self.max_m, self.m_step),
+            edges_or_range(&self.ms, self.max_m, self.m_step),
+            edges_or_range(&self.ks, self.max_k, self.k_step),
             select(self.ns.clone()),
             select(self.rows.clone()),
             select(self.classes.clone()),
+            others,
             select(self.knobs.clone()),
         )
     }
