@@ -186,7 +186,7 @@ fn a_flaky_kernel_is_non_det_with_a_rate_and_no_minimal_case() {
         calls: AtomicU64::new(0),
     };
     let cfg = FuzzConfig {
-        max_cases: Some(60),
+        max_cases: Some(400),
         ..FuzzConfig::default()
     };
     let start = Instant::now();
