@@ -30,23 +30,26 @@ pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass
 const FRAC_BITS: u32 = 16;
 
 /// Integers in `1..=max` that are multiples of `step` (`step <= max`),
-/// log-uniform: an octave `[2^e, 2^(e+1))` (the last one cut at `max`) is
-/// drawn uniformly among the octaves up to `max`, then a value uniformly
-/// (in 2^16 steps) within it,
-/// rounded up to a multiple of `step` and capped at the largest multiple
-/// of `step` up to `max`. Integer arithmetic only (the same draws on every
-/// machine); shrinks toward `step`.
+/// log-uniform: `u` is drawn uniformly from `0..U` and read as an octave
+/// `e = u >> 16` and a fraction `f = u & 0xFFFF`, the value being
+/// `2^e + (2^e * f >> 16)` (linear within the octave); `U` is the first
+/// `u` whose value would exceed `max`, so every octave below `max` is
+/// equally likely and the last one is cut at `max` with its share cut
+/// too. The value is then rounded up to a multiple of `step` and capped at
+/// the largest multiple of `step` up to `max`. Integer arithmetic only (the
+/// same draws on every machine); shrinks toward `step`.
 pub(super) fn log_uniform(max: usize, step: usize) -> BoxedStrategy<usize> {
     let step = step.max(1);
     let top = max / step * step;
-    let octaves = u64::from(usize::BITS - max.leading_zeros());
-    (0u64..octaves << FRAC_BITS)
+    let max = max.max(1) as u64;
+    let e_max = u64::from(u64::BITS - 1 - max.leading_zeros());
+    let low = 1u64 << e_max;
+    // fractions of the last octave whose value stays <= max
+    let last = (((max - low + 1) << FRAC_BITS).div_ceil(low)).min(1 << FRAC_BITS);
+    (0u64..(e_max << FRAC_BITS) + last)
         .prop_map(move |u| {
-            let e = u >> FRAC_BITS;
-            let low = 1u64 << e;
-            // the last octave ends at max
-            let width = (2 * low).min(max as u64 + 1) - low;
-            let v = low + ((width * (u & ((1 << FRAC_BITS) - 1))) >> FRAC_BITS);
+            let low = 1u64 << (u >> FRAC_BITS);
+            let v = low + ((low * (u & ((1 << FRAC_BITS) - 1))) >> FRAC_BITS);
             (v as usize).div_ceil(step).saturating_mul(step).clamp(step, top)
         })
         .boxed()
@@ -228,4 +231,44 @@ fn families(cfg: &FuzzConfig, ws: usize) -> Result<Vec<Family>, FuzzError> {
         )));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    fn draws(max: usize, step: usize, n: usize) -> Vec<usize> {
+        let s = log_uniform(max, step);
+        let mut runner = TestRunner::deterministic();
+        (0..n).map(|_| s.new_tree(&mut runner).unwrap().current()).collect()
+    }
+
+    #[test]
+    fn log_uniform_covers_the_range_by_octave() {
+        let v = draws(513, 1, 4000);
+        assert!(v.iter().all(|&m| (1..=513).contains(&m)));
+        // nine whole octaves, equally likely (the tenth is 512..=513 only):
+        // 40..=60 is 21/32 of one of them
+        let window = v.iter().filter(|&&m| (40..=60).contains(&m)).count();
+        assert!((150..=380).contains(&window), "{window}");
+        // the last octave is cut at the maximum, its share too
+        let at_max = v.iter().filter(|&&m| m == 513).count();
+        assert!(at_max < 40, "{at_max}");
+        assert!(v.iter().filter(|&&m| m >= 256).count() > 250);
+        // multiples of the step, from the step up to the largest multiple
+        let v = draws(100, 32, 500);
+        assert!(v.iter().all(|&k| k % 32 == 0 && (32..=96).contains(&k)), "{v:?}");
+        assert!(v.contains(&32) && v.contains(&96));
+    }
+
+    #[test]
+    fn log_uniform_shrinks_to_the_step() {
+        let s = log_uniform(4096, 4);
+        let mut runner = TestRunner::deterministic();
+        let mut t = s.new_tree(&mut runner).unwrap();
+        while t.simplify() {}
+        assert_eq!(t.current(), 4);
+    }
 }
