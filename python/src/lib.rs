@@ -1070,7 +1070,11 @@ fn seconds(what: &str, x: f64, max: f64, zero_ok: bool) -> PyResult<std::time::D
 /// string is read as the CLI reads `--subject` (its K boundaries, its knob
 /// settings); a callable is a [`PySubject`] as for [`check`]. With `out`,
 /// `OUT/fuzz.json` and on a failure `OUT/minimal.json` are written as the
-/// CLI writes them. The GIL is released while mxbi computes.
+/// CLI writes them. `confirm`: replays that must all fail again before a
+/// failure is shrunk and before the minimal case is the result (`--confirm`;
+/// a failure that does not replay every time is listed under `non_det` in
+/// `fuzz.json`); `others`: what the non-target rows may hold besides
+/// `drawn` (`--others`). The GIL is released while mxbi computes.
 #[pyfunction]
 #[pyo3(signature = (subject, families=vec![], classes=vec![], budget=60.0, max_cases=None, seed=1, out=None,
                     corpus=None, input=None, max_m=513, max_k=4096, max_n=64, max_shrink_runs=400,

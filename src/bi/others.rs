@@ -282,7 +282,10 @@ mod tests {
             r#"{"class":"plain","others":"zero-beside"}"#
         );
         // the default is omitted: old case files keep their bytes
-        assert_eq!(serde_json::to_string(&Content::default()).unwrap(), r#"{"class":"plain"}"#);
+        assert_eq!(
+            serde_json::to_string(&Content::default()).unwrap(),
+            r#"{"class":"plain"}"#
+        );
         let back: Content = serde_json::from_str(r#"{"class":"plain"}"#).unwrap();
         assert_eq!(back.others, Others::Drawn);
     }

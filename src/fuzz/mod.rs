@@ -21,7 +21,8 @@
 //!   thread count. Only the time budget can stop a run at another case.
 //! - **Edges and the whole range.** M and K are each drawn half the time
 //!   from an edge list and half the time log-uniformly over `1..=max`
-//!   (each octave equally likely, then uniform within it; multiples of the
+//!   (each octave below the maximum equally likely, uniform within it, the
+//!   last one cut at the maximum with its share; multiples of the
 //!   world size for M and of [`FuzzConfig::k_multiple`] for K). M's edges:
 //!   the usual 1, 2, 8/9, ..., 512/513 and b-1, b, b+1 for every M
 //!   boundary of the subject; K's: powers of two +-1 and b-1, b, b+1 for
