@@ -222,6 +222,8 @@ def fuzz(
     k_boundaries: List[int] = ...,
     name: Optional[str] = None,
     timeout: Optional[float] = None,
+    confirm: int = 3,
+    others: List[str] = ...,
 ) -> FuzzOutcome: ...
 def check_case(
     case: str,

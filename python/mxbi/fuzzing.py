@@ -86,6 +86,9 @@ class FuzzResult:
     #: the first ERROR reason seen (e.g. the exception ``fn`` raised)
     first_error: Optional[str]
     failure: Optional[Minimal]
+    #: failures that did not replay every time (``fuzz.json``'s ``non_det``:
+    #: stage, case, cell, failed, replays, rate); no minimal case for them
+    non_det: List[Dict[str, Any]]
     data: Dict[str, Any] = field(repr=False, compare=False)
     _summary: str = field(repr=False, compare=False)
     _fn: Any = field(repr=False, compare=False)
@@ -155,6 +158,8 @@ def fuzz(
     k_boundaries: Sequence[int] = (),
     name: Optional[str] = None,
     timeout: Optional[float] = None,
+    confirm: int = 3,
+    others: Union[str, Sequence[str]] = (),
 ) -> FuzzResult:
     """Searches for a batch-invariance failure of ``fn`` and shrinks the
     first one found, as ``mxbi fuzz``.
@@ -176,7 +181,13 @@ def fuzz(
     them small for slow kernels). ``k_boundaries``: K values where ``fn``'s
     behaviour may change (drawn with their neighbours). ``name``: the
     subject's name (default ``python:QUALNAME``). ``timeout``: seconds an
-    ``exec:`` runner may take per job (default 120).
+    ``exec:`` runner may take per job (default 120). ``confirm``: replays
+    that must all fail again before a failure is shrunk and before the
+    minimal case is the result (0: none); a failure that does not replay
+    every time is listed in ``non_det`` with its rate, never the
+    ``failure``. ``others``: what the non-target rows may hold besides
+    ``drawn`` (zero, duplicate, target, tiny, huge, zero-beside; default:
+    all).
 
     Returns a :class:`FuzzResult`; a failure found is its ``failure``, never
     an exception. Raises :class:`MxbiError` for bad input, or when no case
@@ -208,6 +219,8 @@ def fuzz(
         [_int(b, "k_boundaries", 1) for b in k_boundaries],
         _name(fn, name),
         timeout,
+        _int(confirm, "confirm"),
+        [o.strip() for o in _names(others, "others")],
     )
     summary = raw.summary_json()
     d = json.loads(summary)
@@ -243,6 +256,7 @@ def fuzz(
         corpus_replayed=d["corpus_replayed"],
         first_error=d.get("first_error"),
         failure=failure,
+        non_det=list(d.get("non_det", [])),
         data=d,
         _summary=summary,
         _fn=fn,

@@ -1070,11 +1070,15 @@ fn seconds(what: &str, x: f64, max: f64, zero_ok: bool) -> PyResult<std::time::D
 /// string is read as the CLI reads `--subject` (its K boundaries, its knob
 /// settings); a callable is a [`PySubject`] as for [`check`]. With `out`,
 /// `OUT/fuzz.json` and on a failure `OUT/minimal.json` are written as the
-/// CLI writes them. The GIL is released while mxbi computes.
+/// CLI writes them. `confirm`: replays that must all fail again before a
+/// failure is shrunk and before the minimal case is the result (`--confirm`;
+/// a failure that does not replay every time is listed under `non_det` in
+/// `fuzz.json`); `others`: what the non-target rows may hold besides
+/// `drawn` (`--others`). The GIL is released while mxbi computes.
 #[pyfunction]
 #[pyo3(signature = (subject, families=vec![], classes=vec![], budget=60.0, max_cases=None, seed=1, out=None,
                     corpus=None, input=None, max_m=513, max_k=4096, max_n=64, max_shrink_runs=400,
-                    k_boundaries=vec![], name=None, timeout=None))]
+                    k_boundaries=vec![], name=None, timeout=None, confirm=3, others=vec![]))]
 #[allow(clippy::too_many_arguments)]
 fn fuzz(
     py: Python<'_>,
@@ -1094,6 +1098,8 @@ fn fuzz(
     k_boundaries: Vec<usize>,
     name: Option<String>,
     timeout: Option<f64>,
+    confirm: u32,
+    others: Vec<String>,
 ) -> PyResult<PyFuzzOutcome> {
     use mxbi::cli::fuzz as cli;
     use mxbi::fuzz::{fuzz_with, FuzzConfig, FuzzError};
@@ -1108,6 +1114,10 @@ fn fuzz(
                 .parse::<bi::ContentClass>()
                 .map_err(|e| err(format!("classes: {e}")))
         })
+        .collect::<PyResult<Vec<_>>>()?;
+    let others = others
+        .iter()
+        .map(|c| c.trim().parse::<bi::Others>().map_err(|e| err(format!("others: {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let families: Vec<String> = families.iter().map(|f| f.trim().to_string()).collect();
     // a spec: the CLI's own reading; a callable: the checker's Python subject
@@ -1138,6 +1148,7 @@ fn fuzz(
         max_cases,
         families,
         classes,
+        others,
         knobs,
         spec: spec.clone(),
         k_boundaries: kb,
@@ -1148,6 +1159,7 @@ fn fuzz(
         k_multiple,
         corpus,
         max_shrink_runs,
+        confirm,
     };
     let subj: &dyn Subject = parsed.subject.as_ref();
     let is_spec = parsed.abort.is_none();

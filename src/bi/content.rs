@@ -25,6 +25,7 @@
 //!   +-span of 1, capped by the class), `mant_bits` (significand bits kept
 //!   below the leading one; 0: powers of two).
 
+use super::others::Others;
 use super::separating::Separating;
 use crate::order::InType;
 use crate::rng::SplitMix64;
@@ -101,6 +102,9 @@ pub struct Content {
     /// default: all of the type's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mant_bits: Option<u32>,
+    /// What the rows other than the target hold (default "drawn"; `bi::others`).
+    #[serde(default, skip_serializing_if = "Others::is_drawn")]
+    pub others: Others,
 }
 
 /// Largest `exp_span` and `mant_bits` a content may ask for.
@@ -144,6 +148,9 @@ impl Content {
         }
         if let Some(b) = self.mant_bits {
             s.push_str(&format!(", {b} significand bits"));
+        }
+        if !self.others.is_drawn() {
+            s.push_str(&format!(", others {}", self.others.name()));
         }
         s
     }
@@ -432,6 +439,7 @@ mod tests {
                         nonzero: nz,
                         exp_span: span,
                         mant_bits: bits,
+                        others: Others::Drawn,
                     };
                     let d = Drawer::new(c, ty, 9, 96);
                     let row = d.a_row(0);

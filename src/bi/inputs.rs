@@ -123,7 +123,7 @@ impl Rows {
     /// [`Draw::Wide`] draws the content (the plain content: the wide values).
     pub(super) fn build(seed: u64, k: usize, n: usize, ty: InType, how: Draw, content: Content) -> Rows {
         let mut b = Vec::with_capacity(k * n);
-        if how == Draw::Unit || content.is_plain() {
+        if how == Draw::Unit || content.drawing().is_plain() {
             for kk in 0..k {
                 let mut r = SplitMix64::for_item(seed ^ 0xB0B0_B0B0, kk as u64);
                 b.extend((0..n).map(|_| draw(ty, how, &mut r)));
@@ -142,9 +142,15 @@ impl Rows {
         }
     }
 
-    /// One row of A, a function of the seed and the row id only.
+    /// One row of A, a function of the seed and the row id only (rows
+    /// other than the target as `content.others` says: `bi::others`).
     pub fn row(&self, id: u64) -> Vec<f32> {
-        if self.draw == Draw::Wide && !self.content.is_plain() {
+        self.content.others.row(id, self.ty, self.k, &|id| self.drawn_row(id))
+    }
+
+    /// Row `id` as the content class draws it.
+    fn drawn_row(&self, id: u64) -> Vec<f32> {
+        if self.draw == Draw::Wide && !self.content.drawing().is_plain() {
             return Drawer::new(self.content, self.ty, self.seed, self.k).a_row(id);
         }
         let mut r = SplitMix64::for_item(self.seed ^ 0xA0A0_A0A0, id);

@@ -8,10 +8,17 @@
 //! bytes), and on a failure `minimal.json` (`mxbi-bi-case/1`; `mxbi bi run
 //! DIR/minimal.json` exits 1). The corpus (`--corpus`, default
 //! `DIR/corpus`) gets the minimal case too and is replayed first.
+//!
+//! A failure is written only after `--confirm N` replays (default 3) all
+//! fail again; one that does not replay every time is listed as `NON_DET`
+//! with its rate (`k of N replays failed`) in the output and under
+//! `non_det` in `fuzz.json`, and no minimal case is written for it. Exit
+//! codes: 1 on a confirmed failure; 0 when none was found (also with
+//! `NON_DET` entries, as `mxbi bi run`, unless `--strict`); 2 on bad input.
 
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{ContentClass, MAX_CASE_BYTES};
+use crate::bi::{ContentClass, Others, MAX_CASE_BYTES};
 use crate::fuzz::{fuzz_with, relative_spec, FuzzConfig, FuzzError, FuzzOutcome};
 use crate::gemm::MX_BLOCK;
 use crate::order::InType;
@@ -35,6 +42,19 @@ pub struct FuzzArgs {
     /// wide-exponents, cancellation, subnormals, specials (default: all).
     #[arg(long, value_delimiter = ',')]
     pub classes: Vec<String>,
+    /// What the non-target rows may hold besides `drawn` (drawn half the
+    /// time), comma-separated: zero, duplicate, target, tiny, huge,
+    /// zero-beside (default: all; `drawn`: always drawn).
+    #[arg(long, value_delimiter = ',')]
+    pub others: Vec<String>,
+    /// Replays that must all fail again before a failure is shrunk and
+    /// before the minimal case is written (0: none); a failure that does
+    /// not replay every time is NON_DET.
+    #[arg(long, default_value_t = 3)]
+    pub confirm: u32,
+    /// NON_DET failures also fail the run (exit 1).
+    #[arg(long)]
+    pub strict: bool,
     /// Seconds to spend on new cases (the corpus and shrinking come on top).
     #[arg(long, default_value_t = 60.0)]
     pub budget: f64,
@@ -83,6 +103,26 @@ struct Summary<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     first_error: Option<&'a str>,
     failure: Option<FailureSummary<'a>>,
+    /// Failures that did not replay every time (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    non_det: Vec<NonDetSummary<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    non_det_count: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+#[derive(Serialize)]
+struct NonDetSummary<'a> {
+    verdict: &'static str,
+    stage: &'static str,
+    case: String,
+    cell: &'a str,
+    failed: u32,
+    replays: u32,
+    rate: String,
 }
 
 #[derive(Serialize)]
@@ -91,6 +131,7 @@ struct FailureSummary<'a> {
     found: String,
     minimal: String,
     shrink_runs: u64,
+    confirmed: u32,
     cell: &'a crate::bi::Cell,
     explanation: &'a [String],
 }
@@ -179,6 +220,15 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
         )));
     }
     let input = a.input.as_deref().map(parse_input).transpose()?;
+    let others = a
+        .others
+        .iter()
+        .map(|s| {
+            s.trim()
+                .parse::<Others>()
+                .map_err(|e| CliError(format!("--others: {e}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let classes = a
         .classes
         .iter()
@@ -197,6 +247,7 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
         max_cases: a.max_cases,
         families: a.families.clone(),
         classes,
+        others,
         knobs: t.knobs.clone(),
         spec: a.subject.clone(),
         k_boundaries: t.k_boundaries.clone(),
@@ -207,6 +258,7 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
         k_multiple: t.k_multiple,
         corpus: Some(corpus.clone()),
         max_shrink_runs: a.max_shrink_runs,
+        confirm: a.confirm,
     };
     let name = t.subject.name();
     outln!("mxbi fuzz: {name}, seed {}", a.seed);
@@ -234,9 +286,30 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
         secs,
         rate
     );
+    for d in &o.non_det {
+        outln!(
+            "NON_DET  {} ({}): {}; {}",
+            d.cell.id,
+            d.stage,
+            d.rate(),
+            d.case.describe()
+        );
+    }
+    if o.non_det_count > o.non_det.len() as u64 {
+        outln!("NON_DET  {} more not listed", o.non_det_count - o.non_det.len() as u64);
+    }
     let Some(f) = &o.failure else {
         something_ran(name, o)?;
         write_files(&a.out, name, o)?;
+        if o.non_det_count > 0 {
+            outln!(
+                "no reproducible failure (seed {}, {} cases): {} NON_DET, no minimal case written",
+                o.seed,
+                o.cases_tried,
+                o.non_det_count
+            );
+            return Ok(if a.strict { Outcome::Failed } else { Outcome::Held });
+        }
         outln!("no failure (seed {}, {} cases)", o.seed, o.cases_tried);
         return Ok(Outcome::Held);
     };
@@ -246,6 +319,9 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
             outln!("failure found: {}", f.found.describe());
             outln!("shrunk ({} runs) to: {}", f.shrink_runs, f.case.describe());
         }
+    }
+    if f.confirmed > 0 {
+        outln!("confirmed: {} of {} replays failed again", f.confirmed, f.confirmed);
     }
     let c = &f.cell;
     outln!(
@@ -298,6 +374,7 @@ pub fn summary_json(name: &str, o: &FuzzOutcome) -> String {
         found: f.found.describe(),
         minimal: f.case.describe(),
         shrink_runs: f.shrink_runs,
+        confirmed: f.confirmed,
         cell: &f.cell,
         explanation: &f.explanation,
     });
@@ -310,6 +387,20 @@ pub fn summary_json(name: &str, o: &FuzzOutcome) -> String {
         corpus_replayed: o.corpus_replayed,
         first_error: o.first_error.as_deref(),
         failure,
+        non_det: o
+            .non_det
+            .iter()
+            .map(|d| NonDetSummary {
+                verdict: "NON_DET",
+                stage: d.stage,
+                case: d.case.describe(),
+                cell: &d.cell.id,
+                failed: d.failed,
+                replays: d.replays,
+                rate: d.rate(),
+            })
+            .collect(),
+        non_det_count: o.non_det_count,
     };
     let mut text = serde_json::to_string_pretty(&s).expect("a summary serialises");
     text.push('\n');

@@ -1,13 +1,15 @@
-//! The fuzz loop: replay the corpus, then draw cases until one fails, the
-//! case limit or the time budget is reached; shrink the first failure,
-//! explain it, save it to the corpus.
+//! The fuzz loop: replay the corpus, then draw cases until one fails and
+//! its replays confirm it, the case limit or the time budget is reached;
+//! shrink the first confirmed failure, confirm the minimal case, explain
+//! it, save it to the corpus. Failures whose replays do not all fail are
+//! kept as `NON_DET` and the search goes on.
 
 use super::case::{corpus_name, run, FuzzCase, Outcome};
 use super::corpus::{load_corpus, save_case};
 use super::explanation::explain;
 use super::shrink::Shrinker;
 use super::strategy::{Draw, Space};
-use super::{FuzzConfig, FuzzError, FuzzOutcome, Shrunk};
+use super::{FuzzConfig, FuzzError, FuzzOutcome, NonDet, Shrunk, MAX_CONFIRM, MAX_NON_DET};
 use crate::bi::{Cell, Content, Factory};
 use crate::order::InType;
 use crate::rng::SplitMix64;
@@ -53,6 +55,31 @@ impl Subjects<'_> {
     }
 }
 
+/// How many of `n` fresh runs of `fc` fail again (never memoised).
+fn replays(subjects: &mut Subjects, fc: &FuzzCase, n: u32, out: &mut FuzzOutcome) -> Result<u32, FuzzError> {
+    let mut failed = 0;
+    for _ in 0..n {
+        if subjects.fails(fc, out)?.is_some() {
+            failed += 1;
+        }
+    }
+    Ok(failed)
+}
+
+/// Notes a failure whose replays did not all fail.
+fn non_det(out: &mut FuzzOutcome, case: &FuzzCase, cell: &Cell, failed: u32, replays: u32, stage: &'static str) {
+    out.non_det_count += 1;
+    if out.non_det.len() < MAX_NON_DET {
+        out.non_det.push(NonDet {
+            case: case.clone(),
+            cell: cell.clone(),
+            failed,
+            replays,
+            stage,
+        });
+    }
+}
+
 /// The proptest generator for a run seed: ChaCha, keyed by the seed's
 /// SplitMix64 stream.
 fn rng(seed: u64) -> TestRng {
@@ -77,6 +104,12 @@ pub fn fuzz(subject: &dyn Subject, cfg: &FuzzConfig) -> Result<FuzzOutcome, Fuzz
 /// non-empty setting in `cfg.knobs` (once each); `subject` is the setting
 /// without knobs.
 pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> Result<FuzzOutcome, FuzzError> {
+    if cfg.confirm > MAX_CONFIRM {
+        return Err(FuzzError::BadInput(format!(
+            "--confirm {} is out of range (0..={MAX_CONFIRM})",
+            cfg.confirm
+        )));
+    }
     let space = Space::new(cfg, subject)?;
     let input = cfg.input.or(subject.input()).unwrap_or(InType::F32);
     let spec = if cfg.spec.is_empty() {
@@ -96,8 +129,11 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
         cases_skipped: 0,
         first_error: None,
         failure: None,
+        non_det: Vec::new(),
+        non_det_count: 0,
     };
-    // the corpus first: a case that fails again is the answer
+    let n = cfg.confirm;
+    // the corpus first: a case that fails again, every replay, is the answer
     let own = corpus_name(&subject.name());
     if let Some(dir) = &cfg.corpus {
         for (path, file) in load_corpus(dir)? {
@@ -108,6 +144,11 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
                 .map_err(|e| FuzzError::BadInput(format!("{}: {e}", path.display())))?;
             out.corpus_replayed += 1;
             if let Some(cell) = subjects.fails(&fc, &mut out)? {
+                let failed = replays(&mut subjects, &fc, n, &mut out)?;
+                if failed < n {
+                    non_det(&mut out, &fc, &cell, failed, n, "corpus");
+                    continue;
+                }
                 let explanation = explain(subjects.get(&fc.knobs)?, &fc, &cell);
                 out.failure = Some(Shrunk {
                     found: fc.clone(),
@@ -117,6 +158,7 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
                     explanation,
                     shrink_runs: 0,
                     from_corpus: Some(path),
+                    confirmed: n,
                 });
                 return Ok(out);
             }
@@ -143,9 +185,10 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
             row: d.5,
             content: Content {
                 class: d.6,
+                others: d.7,
                 ..Content::default()
             },
-            knobs: d.7,
+            knobs: d.8,
             seed: case_seed,
             input,
         };
@@ -154,27 +197,43 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
         let Some(cell) = subjects.fails(&fc, &mut out)? else {
             continue;
         };
+        // replays first: a failure that does not come back is NON_DET
+        let failed = replays(&mut subjects, &fc, n, &mut out)?;
+        if failed < n {
+            non_det(&mut out, &fc, &cell, failed, n, "new");
+            continue;
+        }
         // shrink: proptest's walk, then the exact searches
-        let found = fc.clone();
+        let found = (fc.clone(), cell.clone());
         let mut scratch = out.clone();
         let mut test = |c: &FuzzCase| subjects.fails(c, &mut scratch);
         let mut shrinker = Shrinker::new(&mut test, cfg.max_shrink_runs);
         let best = shrinker.walk(&mut tree, &make, (fc, cell))?;
-        let (case, cell) = shrinker.refine(best, space.m_step, space.k_step)?;
+        let (mut case, mut cell) = shrinker.refine(best, space.m_step, space.k_step)?;
         let shrink_runs = shrinker.runs;
+        // the minimal case must replay its failure too; else the confirmed
+        // case as found is the result
+        if case != found.0 {
+            let failed = replays(&mut subjects, &case, n, &mut out)?;
+            if failed < n {
+                non_det(&mut out, &case, &cell, failed, n, "minimal");
+                (case, cell) = found.clone();
+            }
+        }
         let explanation = explain(subjects.get(&case.knobs)?, &case, &cell);
         let file = case.to_case(&spec, &subject.name());
         if let Some(dir) = &cfg.corpus {
             save_case(dir, &file)?;
         }
         out.failure = Some(Shrunk {
-            found,
+            found: found.0,
             case,
             file,
             cell,
             explanation,
             shrink_runs,
             from_corpus: None,
+            confirmed: n,
         });
         return Ok(out);
     }

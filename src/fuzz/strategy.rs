@@ -1,13 +1,17 @@
-//! The strategy: what a case is drawn from. Every dimension is a proptest
-//! `select` over a sorted candidate list, so proptest's shrinking moves it
-//! toward the list's first (smallest, simplest) entry; the lists are biased
-//! toward the edges where a subject's behaviour changes.
+//! The strategy: what a case is drawn from. M and K are drawn half the
+//! time from the edge lists (where a subject's behaviour is likely to
+//! change) and half the time log-uniformly over the whole range
+//! ([`log_uniform`]); every other dimension is a proptest `select` over a
+//! sorted candidate list, and `others` is `drawn` half the time. Shrinking
+//! moves every dimension toward its simplest value (the first list entry,
+//! the smallest M and K, `drawn`).
 
 use super::{FuzzConfig, FuzzError};
-use crate::bi::{edge_ms, ContentClass, Family, Limits, RowPos};
+use crate::bi::{edge_ms, ContentClass, Family, Limits, Others, RowPos};
 use crate::subject::{Knobs, Subject};
+use proptest::prelude::{prop_oneof, Just};
 use proptest::sample::select;
-use proptest::strategy::Strategy;
+use proptest::strategy::{BoxedStrategy, Strategy};
 
 /// The usual K edges: powers of two and their neighbours.
 const K_EDGES: [usize; 34] = [
@@ -19,8 +23,42 @@ const K_EDGES: [usize; 34] = [
 const N_EDGES: [usize; 10] = [1, 2, 3, 4, 8, 16, 17, 32, 33, 64];
 
 /// One drawn setting: (family, baseline M, M, K, N, row, content class,
-/// knobs), in the order proptest shrinks them.
-pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass, Knobs);
+/// others, knobs), in the order proptest shrinks them.
+pub(super) type Draw = (Family, usize, usize, usize, usize, RowPos, ContentClass, Others, Knobs);
+
+/// Fraction bits of a [`log_uniform`] draw within its octave.
+const FRAC_BITS: u32 = 16;
+
+/// Integers in `1..=max` that are multiples of `step` (`step <= max`),
+/// log-uniform: `u` is drawn uniformly from `0..U` and read as an octave
+/// `e = u >> 16` and a fraction `f = u & 0xFFFF`, the value being
+/// `2^e + (2^e * f >> 16)` (linear within the octave); `U` is the first
+/// `u` whose value would exceed `max`, so every octave below `max` is
+/// equally likely and the last one is cut at `max` with its share cut
+/// too. The value is then rounded up to a multiple of `step` and capped at
+/// the largest multiple of `step` up to `max`. Integer arithmetic only (the
+/// same draws on every machine); shrinks toward `step`.
+pub(super) fn log_uniform(max: usize, step: usize) -> BoxedStrategy<usize> {
+    let step = step.max(1);
+    let top = max / step * step;
+    let max = max.max(1) as u64;
+    let e_max = u64::from(u64::BITS - 1 - max.leading_zeros());
+    let low = 1u64 << e_max;
+    // fractions of the last octave whose value stays <= max
+    let last = (((max - low + 1) << FRAC_BITS).div_ceil(low)).min(1 << FRAC_BITS);
+    (0u64..(e_max << FRAC_BITS) + last)
+        .prop_map(move |u| {
+            let low = 1u64 << (u >> FRAC_BITS);
+            let v = low + ((low * (u & ((1 << FRAC_BITS) - 1))) >> FRAC_BITS);
+            (v as usize).div_ceil(step).saturating_mul(step).clamp(step, top)
+        })
+        .boxed()
+}
+
+/// Edges half the time, [`log_uniform`] the other half.
+fn edges_or_range(edges: &[usize], max: usize, step: usize) -> BoxedStrategy<usize> {
+    prop_oneof![select(edges.to_vec()), log_uniform(max, step)].boxed()
+}
 
 /// The candidate lists of one run.
 #[derive(Clone, Debug)]
@@ -31,7 +69,12 @@ pub(super) struct Space {
     pub ns: Vec<usize>,
     pub rows: Vec<RowPos>,
     pub classes: Vec<ContentClass>,
+    /// The `others` settings other than `drawn` (drawn half the time).
+    pub others: Vec<Others>,
     pub knobs: Vec<Knobs>,
+    /// Largest M and K drawn.
+    pub max_m: usize,
+    pub max_k: usize,
     /// M must be a multiple of this (the subject's world size).
     pub m_step: usize,
     /// K must be a multiple of this.
@@ -107,6 +150,14 @@ impl Space {
         };
         classes.sort_unstable();
         classes.dedup();
+        let mut others: Vec<Others> = if cfg.others.is_empty() {
+            Others::ALL.to_vec()
+        } else {
+            cfg.others.clone()
+        };
+        others.retain(|o| !o.is_drawn());
+        others.sort_unstable();
+        others.dedup();
         let knobs = if cfg.knobs.is_empty() {
             vec![Knobs::default()]
         } else {
@@ -119,22 +170,31 @@ impl Space {
             ns,
             rows: vec![RowPos::Index(0), RowPos::Index(1), RowPos::Mid, RowPos::Last],
             classes,
+            others,
             knobs,
+            max_m: cfg.max_m,
+            max_k: cfg.max_k,
             m_step: ws,
             k_step: step,
         })
     }
 
-    /// The proptest strategy over these lists.
+    /// The proptest strategy over these lists and ranges.
     pub fn strategy(&self) -> impl Strategy<Value = Draw> {
+        let others = if self.others.is_empty() {
+            Just(Others::Drawn).boxed()
+        } else {
+            prop_oneof![Just(Others::Drawn), select(self.others.clone())].boxed()
+        };
         (
             select(self.families.clone()),
-            select(self.ms.clone()),
-            select(self.ms.clone()),
-            select(self.ks.clone()),
+            edges_or_range(&self.ms, self.max_m, self.m_step),
+            edges_or_range(&self.ms, self.max_m, self.m_step),
+            edges_or_range(&self.ks, self.max_k, self.k_step),
             select(self.ns.clone()),
             select(self.rows.clone()),
             select(self.classes.clone()),
+            others,
             select(self.knobs.clone()),
         )
     }
@@ -171,4 +231,44 @@ fn families(cfg: &FuzzConfig, ws: usize) -> Result<Vec<Family>, FuzzError> {
         )));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    fn draws(max: usize, step: usize, n: usize) -> Vec<usize> {
+        let s = log_uniform(max, step);
+        let mut runner = TestRunner::deterministic();
+        (0..n).map(|_| s.new_tree(&mut runner).unwrap().current()).collect()
+    }
+
+    #[test]
+    fn log_uniform_covers_the_range_by_octave() {
+        let v = draws(513, 1, 4000);
+        assert!(v.iter().all(|&m| (1..=513).contains(&m)));
+        // nine whole octaves, equally likely (the tenth is 512..=513 only):
+        // 40..=60 is 21/32 of one of them
+        let window = v.iter().filter(|&&m| (40..=60).contains(&m)).count();
+        assert!((150..=380).contains(&window), "{window}");
+        // the last octave is cut at the maximum, its share too
+        let at_max = v.iter().filter(|&&m| m == 513).count();
+        assert!(at_max < 40, "{at_max}");
+        assert!(v.iter().filter(|&&m| m >= 256).count() > 250);
+        // multiples of the step, from the step up to the largest multiple
+        let v = draws(100, 32, 500);
+        assert!(v.iter().all(|&k| k % 32 == 0 && (32..=96).contains(&k)), "{v:?}");
+        assert!(v.contains(&32) && v.contains(&96));
+    }
+
+    #[test]
+    fn log_uniform_shrinks_to_the_step() {
+        let s = log_uniform(4096, 4);
+        let mut runner = TestRunner::deterministic();
+        let mut t = s.new_tree(&mut runner).unwrap();
+        while t.simplify() {}
+        assert_eq!(t.current(), 4);
+    }
 }
