@@ -55,6 +55,7 @@ mod merge;
 mod report;
 mod run;
 mod verdict;
+pub mod witness;
 
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
