@@ -496,6 +496,26 @@ mod tests {
     }
 
     #[test]
+    fn probes_aim_at_the_divergence_and_every_boundary() {
+        // fma vs split=4 at K = 1024: the trees part at term 256 (where
+        // part 1 starts); split=4's parts start at 256, 512, 768
+        let p = points(&o("fma;out=bf16"), &o("fma;split=4;out=bf16"), 1024);
+        for x in [0, 255, 256, 257, 511, 512, 767, 768, 1023] {
+            assert!(p.contains(&x), "{x}: {p:?}");
+        }
+        let d = diverge(&o("fma"), &o("fma;split=4"), 1024, false);
+        assert_eq!(d.right_at.map(|l| l.term), Some(256));
+        // lanes: every residue; tensor-core steps: multiples of the mma k
+        let p = points(&o("fma;lanes=8"), &o("hopper-bf16"), 256);
+        for x in [1, 6, 7, 16, 32, 240] {
+            assert!(p.contains(&x), "{x}: {p:?}");
+        }
+        // many boundaries are sampled, not all listed
+        let p = points(&o("fma;ktile=8;tile=fresh"), &o("fma"), 16384);
+        assert!(p.len() < 200 && p.contains(&8) && p.contains(&16376), "{}", p.len());
+    }
+
+    #[test]
     fn equal_trees_are_equivalent_and_sizes_are_bounded() {
         let w = WitnessOptions::default();
         assert_eq!(
