@@ -33,6 +33,10 @@
 //!   under every order of a contrast set on these inputs: no order change
 //!   could have shown, so the pass proves nothing), `ERROR` (could not run,
 //!   with the reason).
+//! - **Witnesses** ([`witness`]): where the orders on a cell's two sides
+//!   are known (declared by the subject, or identified from its bytes) and
+//!   differ, the subject runs on an input built to separate them; its
+//!   bytes differing there makes the cell `BI_FAIL` with the witness.
 //! - **Positive control.** Every run also checks, per family, a control
 //!   subject built to break that family; if the control does not fail, the
 //!   run is invalid and says so.

@@ -206,6 +206,13 @@ pub struct WitnessCheck {
     pub search: WitnessOptions,
 }
 
+/// Each side's order as reported, and the pair when both are known.
+type Sides = (Option<SideOrder>, Option<SideOrder>, Option<(Order, Order)>);
+
+/// A side's match classes (each a list of orders with one tree) and how
+/// they are known.
+type Classes = (Vec<Vec<Order>>, Known);
+
 /// Caches of one check: candidate families, side identities, witnesses.
 pub struct Witnesser<'a> {
     subject: &'a dyn Subject,
@@ -307,10 +314,7 @@ impl<'a> Witnesser<'a> {
     }
 
     /// Both sides' orders (declared, else identified when allowed).
-    fn orders(
-        &mut self,
-        c: &CellSides,
-    ) -> Result<(Option<SideOrder>, Option<SideOrder>, Option<(Order, Order)>), String> {
+    fn orders(&mut self, c: &CellSides) -> Result<Sides, String> {
         let decl = |s: &Side| self.subject.declared_order(s.m, c.k, c.n);
         let (db, dv) = (decl(&c.base), decl(&c.var));
         let side = |o: Order, known| SideOrder {
@@ -332,7 +336,7 @@ impl<'a> Witnesser<'a> {
             ));
         }
         // a declared side is one class of one order
-        let mut classes = |s: &Side, d: Option<Order>| -> Result<Option<(Vec<Vec<Order>>, Known)>, String> {
+        let mut classes = |s: &Side, d: Option<Order>| -> Result<Option<Classes>, String> {
             match d {
                 Some(o) => Ok(Some((vec![vec![o]], Known::Declared))),
                 None => Ok(self.identify_side(s)?.map(|c| (c, Known::Identified))),
@@ -340,7 +344,7 @@ impl<'a> Witnesser<'a> {
         };
         let cb = classes(&c.base, db)?;
         let cv = classes(&c.var, dv)?;
-        let one = |x: &Option<(Vec<Vec<Order>>, Known)>| match x {
+        let one = |x: &Option<Classes>| match x {
             Some((c, kn)) if c.len() == 1 => Some((c[0][0], *kn)),
             _ => None,
         };
