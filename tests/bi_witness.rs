@@ -58,6 +58,13 @@ fn fails_exactly_from(r: &Report, first: usize) {
             );
             assert_eq!(info.var_bits.as_deref(), Some(info.var_order_bits.as_str()), "{}", c.id);
             assert!(c.reason.as_deref().unwrap_or("").starts_with("witness: "), "{}", c.id);
+            // the cell's diff is the subject's rows on the witness
+            assert_eq!(Some(&c.diff), w.diff.as_ref(), "{}", c.id);
+            assert!(
+                c.diff.bytes_differing > 0 && !c.diff.first_offenders.is_empty(),
+                "{}",
+                c.id
+            );
         } else {
             assert_eq!(c.verdict, Verdict::Pass, "{}: {:?}", c.id, c.reason);
             assert!(w.is_none(), "{}: {w:?}", c.id);

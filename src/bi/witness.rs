@@ -36,7 +36,7 @@ use super::family::{Family, RowPos};
 use super::inputs::{other_id, Rows};
 use super::report::{Cell, Report};
 use super::run::CheckOptions;
-use super::verdict::Verdict;
+use super::verdict::{compare_rows, RowDiff, Verdict};
 use crate::explain::candidates::{family, order_key, Candidate, Inputs};
 use crate::explain::identify::{identify, IdentifyOptions};
 use crate::explain::witness::{build, Search, Witness, WitnessOptions};
@@ -197,6 +197,10 @@ pub struct CellWitness {
     /// One sentence saying what was found.
     pub finding: String,
     pub witness: Option<WitnessInfo>,
+    /// How the subject's two target rows differ on the witness (None: not
+    /// run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<RowDiff>,
 }
 
 /// Knobs of the check.
@@ -381,6 +385,7 @@ impl<'a> Witnesser<'a> {
             matches: None,
             finding: String::new(),
             witness: None,
+            diff: None,
         };
         let Some((lo, ro)) = pair else {
             out.finding = "the order of a side is not known: no witness".into();
@@ -454,6 +459,7 @@ impl<'a> Witnesser<'a> {
         let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
         let (bb, bv) = (bits(&xb), bits(&xv));
         let differ = (0..c.n).filter(|&j| bb[j] != bv[j]).count();
+        out.diff = Some(compare_rows(&xb, &xv, c.n, &[c.var.row]));
         info.base_bits = Some(hex(xb[col]));
         info.var_bits = Some(hex(xv[col]));
         info.subject_columns = Some(differ);
@@ -489,7 +495,8 @@ impl<'a> Witnesser<'a> {
 
 /// Runs the witness check on every one-row cell of a report whose verdict
 /// is `BI_PASS`, `VACUOUS` or `BI_FAIL`; a `fail` outcome makes a passing
-/// or vacuous cell `BI_FAIL` (its reason names the witness). The results go
+/// or vacuous cell `BI_FAIL` (its reason names the witness, its diff is
+/// the subject's two rows on the witness). The results go
 /// to `report.witnesses`: one per cell whose sides' orders are known and
 /// differ (outcomes `fail`, `held`, `no-witness`, `error`). `rows` must be the inputs the report's cells were run on. Err:
 /// the subject is broken.
@@ -516,6 +523,9 @@ pub fn apply(
         if r.outcome == Outcome::Fail && cell.verdict != Verdict::Fail {
             cell.verdict = Verdict::Fail;
             cell.reason = Some(format!("witness: {}", r.finding));
+            if let Some(d) = &r.diff {
+                cell.diff = d.clone();
+            }
         }
         if !matches!(r.outcome, Outcome::SameOrder | Outcome::Unknown) {
             found.push(r);
