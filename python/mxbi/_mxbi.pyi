@@ -134,6 +134,7 @@ def check(
     name: Optional[str] = None,
     vs_name: Optional[str] = None,
     timeout: Optional[float] = None,
+    witness: str = "auto",
 ) -> RawReport: ...
 
 @final

@@ -110,6 +110,10 @@ class Report:
         self.cells: List[Cell] = [Cell.from_dict(c) for c in d["cells"]]
         self.controls: List[Control] = [Control.from_dict(c) for c in d["controls"]]
         self.summary: Dict[str, Any] = d["summary"]
+        #: the witness checks of cells whose two sides' orders are known and
+        #: differ (each a dict: cell, base, var, outcome, matches, finding,
+        #: witness; docs/BI.md, "Witnesses")
+        self.witnesses: List[Dict[str, Any]] = list(d.get("witnesses", []))
         if self.ms is None:
             self.ms = d.get("options", {}).get("ms")
 
@@ -231,6 +235,7 @@ def check(
     name: Optional[str] = None,
     boundaries: Sequence[int] = (),
     timeout: Optional[float] = None,
+    witness: Union[bool, str] = "auto",
 ) -> Report:
     """Runs a subject through variant families; one verdict per cell, as
     ``mxbi bi run``.
@@ -247,6 +252,13 @@ def check(
     heights, split thresholds); ``"edges"`` then adds b-1, b, b+1 for each.
     ``timeout``: seconds an ``exec:`` runner may take to greet and per job
     (default 120).
+    ``witness``: the witness check, as ``mxbi bi run --witness``
+    (docs/BI.md, "Witnesses"): ``"auto"`` checks cells whose two sides'
+    orders are declared (a ``model:`` or ``dispatch:`` spec); ``True`` (or
+    ``"on"``) also identifies undeclared orders (a callable's) from its
+    bytes; ``False`` (or ``"off"``) skips it. The results are the report's
+    ``witnesses``; a cell whose subject's bytes differ on a witness is
+    ``BI_FAIL``.
 
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
@@ -272,5 +284,17 @@ def check(
         _name(fn, name),
         None if vs is None else _name(vs, None),
         timeout,
+        _witness(witness),
     )
     return Report(raw, strict=strict, ms=ms)
+
+
+def _witness(w: Union[bool, str]) -> str:
+    """The witness mode's name: True is "on", False "off"."""
+    if w is True:
+        return "on"
+    if w is False:
+        return "off"
+    if isinstance(w, str):
+        return w
+    raise MxbiError(f"witness: expected True, False, 'on', 'auto' or 'off', got {w!r}")

@@ -965,7 +965,7 @@ impl PyReport {
 
 /// The batch-invariance checker, as `mxbi bi run`.
 #[pyfunction]
-#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None))]
+#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None, witness="auto"))]
 #[allow(clippy::too_many_arguments)]
 fn check<'py>(
     py: Python<'py>,
@@ -982,7 +982,9 @@ fn check<'py>(
     name: Option<String>,
     vs_name: Option<String>,
     timeout: Option<f64>,
+    witness: &str,
 ) -> PyResult<PyReport> {
+    let mode: bi::witness::WitnessMode = witness.parse().map_err(|e| err(format!("witness: {e}")))?;
     let input_named = input.map(|t| in_type(Some(t), None)).transpose()?;
     let ctx = RunnerCtx {
         input: input_named,
@@ -1013,7 +1015,17 @@ fn check<'py>(
     };
     let subj: &dyn Subject = s.subject.as_ref();
     let other: Option<&dyn Subject> = v.as_ref().map(|p| p.subject.as_ref());
-    let result = py.detach(|| bi::check(subj, other, &opts, &|_, _| {}));
+    // the witness check as `bi run --witness` (docs/BI.md, "Witnesses")
+    let check = bi::witness::WitnessCheck {
+        mode,
+        search: Default::default(),
+    };
+    let result = py.detach(|| {
+        let mut r = bi::check(subj, other, &opts, &|_, _| {})?;
+        let rows = bi::Rows::new(opts.seed, opts.k, opts.n, opts.input);
+        bi::witness::apply(&mut r, subj, &opts, &rows, check)?;
+        Ok::<Report, String>(r)
+    });
     // a KeyboardInterrupt (or SystemExit) inside fn ends the check
     take_abort(&s)?;
     if let Some(v) = &v {

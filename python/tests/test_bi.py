@@ -72,7 +72,10 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
     table.write_text(SPLIT_K_BY_M_TABLE)
     p = run_cli(
         ["bi", "run", "--subject", "dispatch:t.json", "--family", "batch,position,content",
-         "--m", ",".join(map(str, MS)), "--k", str(K), "--n", str(N), "--json", "r.json"],
+         "--m", ",".join(map(str, MS)), "--k", str(K), "--n", str(N), "--json", "r.json",
+         # the table declares its orders, the callable does not: compare
+         # the checks without the witness check
+         "--witness", "off"],
         cwd=tmp_path, check=False,
     )
     assert p.returncode == 1, p.stderr
@@ -240,3 +243,43 @@ def test_bad_check_input():
         mxbi.bi.check("muladd", families=["batch"], k=16, n=4)
     with pytest.raises(mxbi.MxbiError, match="subject: expected a callable"):
         mxbi.bi.check(42, families=["batch"], k=16, n=4)
+
+
+#: a bf16-output table whose orders change above M = 16 (issue 22)
+BF16_TABLE = '{"dispatch": [{"m_max": 16, "order": "fma;out=bf16"}, {"order": "fma;split=4;out=bf16"}]}'
+
+
+def test_witnesses_fail_a_bf16_table_from_its_boundary_as_the_cli_does(tmp_path):
+    """`witness="auto"` (the default) checks declared orders: batch cells
+    across the table's bound fail with a witness, the others pass; the
+    report is the CLI's, byte for byte; `witness=False` skips it."""
+    (tmp_path / "t.json").write_text(BF16_TABLE)
+    spec = f"dispatch:{tmp_path / 't.json'}"
+    kw = dict(families=["batch", "position"], k=256, n=16, m=[1, 16, 17, 33])
+    r = mxbi.bi.check(spec, **kw)
+    assert [c.m for c in r.failures()] == [17, 33]
+    assert [w["cell"] for w in r.witnesses] == [c.id for c in r.failures()]
+    for w in r.witnesses:
+        assert w["outcome"] == "fail" and w["base"] == {"order": "fma;out=bf16", "known": "declared"}
+        assert w["var"]["order"] == "fma;split=4;out=bf16" and w["witness"]["subject_columns"] > 0
+    p = run_cli(["bi", "run", "--subject", spec, "--family", "batch,position", "--m", "1,16,17,33",
+                 "--k", "256", "--n", "16", "--json", "r.json"], cwd=tmp_path, check=False)
+    assert p.returncode == r.exit_code == 1, p.stderr
+    assert (tmp_path / "r.json").read_text() == r.to_json()
+    off = mxbi.bi.check(spec, witness=False, **kw)
+    assert off.witnesses == [] and all(c.verdict != "BI_FAIL" or c.m > 16 for c in off.cells)
+    with pytest.raises(mxbi.MxbiError, match="witness"):
+        mxbi.bi.check(spec, witness="maybe", **kw)
+
+
+def test_witness_true_identifies_a_callables_orders():
+    """A callable declares nothing: `witness=True` identifies its orders
+    from its bytes (muladd up to M = 4, muladd;split=4 above)."""
+    r = mxbi.bi.check(split_k_by_m, families=["batch"], k=K, n=N, m=MS, witness=True)
+    ws = {w["cell"]: w for w in r.witnesses}
+    assert sorted(ws) == sorted(c.id for c in r.cells if c.m > 4)
+    for w in ws.values():
+        assert w["outcome"] == "fail"
+        assert w["base"] == {"order": "muladd", "known": "identified"}
+        assert w["var"] == {"order": "muladd;split=4", "known": "identified"}
+    assert mxbi.bi.check(split_k_by_m, families=["batch"], k=K, n=N, m=MS).witnesses == []

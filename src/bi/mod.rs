@@ -34,6 +34,10 @@
 //!   explainer's family give different bytes on them in the subject's
 //!   output format, so the pass proves nothing; docs/BI.md, "Power"),
 //!   `ERROR` (could not run, with the reason). Every cell carries its power.
+//! - **Witnesses** ([`witness`]): where the orders on a cell's two sides
+//!   are known (declared by the subject, or identified from its bytes) and
+//!   differ, the subject runs on an input built to separate them; its
+//!   bytes differing there makes the cell `BI_FAIL` with the witness.
 //! - **Positive control.** Every run also checks, per family, a control
 //!   subject built to break that family; if the control does not fail, the
 //!   run is invalid and says so.
@@ -59,6 +63,7 @@ mod report;
 mod run;
 mod separating;
 mod verdict;
+pub mod witness;
 
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,

@@ -170,6 +170,10 @@ pub struct Report {
     /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
+    /// `--witness`: the witness checks of cells whose two sides' orders
+    /// are known and differ (`bi::witness`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub witnesses: Vec<super::witness::CellWitness>,
     pub summary: Summary,
 }
 
@@ -205,6 +209,7 @@ impl Report {
             },
             cells,
             controls,
+            witnesses: Vec::new(),
         };
         r.finish();
         r

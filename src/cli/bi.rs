@@ -93,6 +93,12 @@ pub struct RunArgs {
     /// exec: subjects: keep the job files (the folder is printed).
     #[arg(long)]
     pub keep: bool,
+    /// The witness check (docs/BI.md, "Witnesses"): `auto` (the default)
+    /// for cells whose two sides' orders are declared (a model, a dispatch
+    /// table), `on` (or bare `--witness`) also identifies undeclared orders
+    /// from the subject's bytes, `off` skips it.
+    #[arg(long, value_name = "WHEN", default_value = "auto", num_args = 0..=1, default_missing_value = "on")]
+    pub witness: String,
     #[command(flatten)]
     pub out: ReportArgs,
 }
@@ -287,6 +293,10 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
     }
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
+    let witness = crate::bi::witness::WitnessCheck {
+        mode: a.witness.parse().map_err(|e| CliError(format!("--witness: {e}")))?,
+        search: Default::default(),
+    };
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
     let pb = progress_bar();
     let class: ContentClass = a
@@ -307,6 +317,8 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(CliError)?;
+    let rows = crate::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
+    crate::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
     dump_gen::mark_replayed_repeats(spec, &mut report);
     emit(&report, &a.out)
 }

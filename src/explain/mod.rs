@@ -13,6 +13,7 @@
 //! | `divergence.rs` | first differing node of two trees, its location, ULP maps, the mechanism |
 //! | `exactness.rs` | per element: does every order in a family give the same bytes, and why |
 //! | `fix.rs` | a concrete fix for a divergence |
+//! | `witness.rs` | an input on which two orders give different bytes, aimed by their tree difference |
 //! | `words.rs` | the words: every sentence the explainer prints (no decisions) |
 //!
 //! The explainer reaches kernels only through the subject interface: it
@@ -27,6 +28,7 @@ pub mod identify;
 pub mod reduction;
 pub mod reveal;
 pub mod shape;
+pub mod witness;
 mod words;
 
 pub use across::{across_rows, AcrossRows, RowGroup};

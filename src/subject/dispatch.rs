@@ -128,6 +128,11 @@ impl Subject for Dispatch {
             .then_some(first?)
     }
 
+    /// The order of the entry that matches the whole batch's shape.
+    fn declared_order(&self, m: usize, k: usize, n: usize) -> Option<Order> {
+        self.pick(m, n, k).map(|e| e.order)
+    }
+
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
         let (m, n, k) = (problem.m, problem.n, problem.k);
         let entry = self.pick(m, n, k).ok_or_else(|| SubjectError::Unsupported {
@@ -161,6 +166,17 @@ mod tests {
         assert_eq!(pick(257), "fma;split=8;reduce=pairwise");
         assert_eq!(d.m_boundaries(), vec![16, 256]);
         assert_eq!(d.name(), "dispatch:t.json");
+        // the declared order is the picked entry's, by the whole shape
+        assert_eq!(
+            d.declared_order(17, 1024, 64).map(|o| o.to_string()).as_deref(),
+            Some("fma;split=4")
+        );
+        assert_eq!(
+            d.declared_order(16, 1024, 64).map(|o| o.to_string()).as_deref(),
+            Some("fma")
+        );
+        let bounded = Dispatch::parse("t", r#"{"dispatch": [{"k_max": 512, "order": "muladd"}]}"#).unwrap();
+        assert_eq!(bounded.declared_order(1, 513, 8), None);
     }
 
     #[test]

@@ -199,6 +199,17 @@ pub trait Subject: Send + Sync {
     fn input(&self) -> Option<InType> {
         None
     }
+
+    /// The accumulation order the subject declares it uses for a whole
+    /// batch of shape (M, K, N), if it declares one (the CPU model: its
+    /// order; a dispatch table: the entry that matches the shape). None:
+    /// not declared (the checker may identify it from bytes instead). A
+    /// declaration is a claim, not a proof: the witness check
+    /// (`bi::witness`) runs the subject to see whether its bytes follow it.
+    fn declared_order(&self, m: usize, k: usize, n: usize) -> Option<Order> {
+        let _ = (m, k, n);
+        None
+    }
 }
 
 /// The CPU model under one accumulation order (`model:ORDER`): bit-exact,
@@ -221,6 +232,11 @@ impl Subject for Model {
 
     fn input(&self) -> Option<InType> {
         Some(self.order.mma().map_or(InType::F32, |m| m.input))
+    }
+
+    /// The model's order, at every shape.
+    fn declared_order(&self, _m: usize, _k: usize, _n: usize) -> Option<Order> {
+        Some(self.order)
     }
 
     fn run(&self, problem: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
@@ -314,6 +330,7 @@ mod tests {
         let m = Model::new("fma".parse().unwrap());
         let p = problem(&a, &a, 2, 2, 2);
         assert_eq!(m.world_size(), 1);
+        assert_eq!(m.declared_order(3, 2, 2), Some(m.order));
         assert_eq!(m.run_on_rank(&p, 0, None).unwrap(), m.run(&p, None).unwrap());
         assert!(matches!(
             m.run_on_rank(&p, 1, None),
