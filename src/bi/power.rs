@@ -52,12 +52,12 @@ impl Power {
     }
 }
 
-/// The output formats whose values hold every one of `out` (f32 always);
-/// NaN and Inf are held by every format that has them, and by none that
-/// lacks them.
+/// The output formats whose values hold every one of `out`, narrowest
+/// first, f32 (None) always last; NaN and Inf are held by every format that
+/// has them, and by none that lacks them.
 pub fn output_formats(out: &[f32]) -> Vec<Option<Format>> {
-    let mut v = vec![None];
-    for f in [Format::BF16, Format::F16, Format::E4M3, Format::E5M2] {
+    let mut v = Vec::new();
+    for f in [Format::E4M3, Format::E5M2, Format::BF16, Format::F16] {
         let holds = out.iter().all(|&x| {
             if x.is_nan() {
                 return f.has_nan();
@@ -71,6 +71,7 @@ pub fn output_formats(out: &[f32]) -> Vec<Option<Format>> {
             v.push(Some(f));
         }
     }
+    v.push(None);
     v
 }
 
@@ -198,7 +199,8 @@ pub fn power_of(outputs: &[Option<Vec<f32>>], f: Option<Format>) -> Power {
 }
 
 /// The power of rows `a` with `b` in the weakest of the formats `formats`
-/// (the formats the subject's bytes allow: the lowest power among them).
+/// (the formats the subject's bytes allow: the lowest power among them; on
+/// a tie, the first listed: the narrowest).
 pub fn measure(
     a: &[f32],
     b: &[f32],
@@ -222,9 +224,12 @@ mod tests {
 
     #[test]
     fn formats_that_hold_the_bytes() {
-        assert_eq!(output_formats(&[1.0, 0.5]).len(), 5);
+        assert_eq!(
+            output_formats(&[1.0, 0.5]),
+            vec![Some(Format::E4M3), Some(Format::E5M2), Some(Format::BF16), Some(Format::F16), None]
+        );
         let f = output_formats(&[1.0 + 2f32.powi(-8)]);
-        assert_eq!(f, vec![None, Some(Format::F16)]);
+        assert_eq!(f, vec![Some(Format::F16), None]);
         assert_eq!(output_formats(&[1.0 + 2f32.powi(-20)]), vec![None]);
     }
 
