@@ -101,6 +101,7 @@ fn opts(families: &[Family], ms: Vec<usize>, k: usize, n: usize, input: InType) 
         seed: 1,
         input,
         repeats: 2,
+        confirm: super::confirm::DEFAULT_CONFIRM,
     }
 }
 

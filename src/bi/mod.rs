@@ -45,6 +45,7 @@
 //!   same command gives the same report bytes on any machine.
 
 mod case;
+mod confirm;
 mod content;
 mod family;
 mod grid;
@@ -59,6 +60,7 @@ mod verdict;
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
 };
+pub use confirm::{NonDetRate, DEFAULT_CONFIRM, MAX_CONFIRM};
 pub use content::{Content, ContentClass};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};

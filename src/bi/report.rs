@@ -43,6 +43,11 @@ pub struct Cell {
     pub diff: RowDiff,
     /// Why the verdict is ERROR, NON_DET or VACUOUS.
     pub reason: Option<String>,
+    // -- confirm (bi::confirm) --
+    /// NON_DET cells: how often re-runs of a side disagreed with its first
+    /// run (the reason says the same in words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nondet_rate: Option<super::confirm::NonDetRate>,
 }
 
 /// A positive control: a cell run on a subject built to fail it.

@@ -31,7 +31,7 @@ pub enum BiCommand {
 pub struct RunArgs {
     /// A case file (mxbi-bi-case/1; `mxbi bi schema`) instead of the
     /// subject and check flags.
-    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
+    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats", "confirm"])]
     pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
     /// order chosen by shape from a JSON table), `exec:CMD` (an external
@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// Re-runs of each side of a cell that would fail, before it is
+    /// BI_FAIL; a side that does not reproduce makes the cell NON_DET with
+    /// its disagreement rate (0: no re-runs).
+    #[arg(long, default_value_t = crate::bi::DEFAULT_CONFIRM)]
+    pub confirm: usize,
     /// exec: subjects: seconds a runner may take to greet and per job.
     #[arg(long, default_value_t = 120.0)]
     pub timeout: f64,
@@ -375,5 +380,6 @@ fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) 
         seed: a.seed,
         input,
         repeats: a.repeats,
+        confirm: a.confirm,
     })
 }

@@ -216,6 +216,7 @@ mod tests {
             verdict: Verdict::Fail,
             diff: RowDiff::default(),
             reason: None,
+            nondet_rate: None,
         }
     }
 
