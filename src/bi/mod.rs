@@ -47,6 +47,7 @@
 mod case;
 mod confirm;
 mod content;
+mod depends;
 mod family;
 mod grid;
 mod heatmap;

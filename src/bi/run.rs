@@ -140,7 +140,7 @@ pub(super) struct Batch {
 
 impl Batch {
     /// M rows: the target (id 0) at `at`, the others from `set` in order.
-    fn with_target(m: usize, at: usize, set: u64) -> Batch {
+    pub(super) fn with_target(m: usize, at: usize, set: u64) -> Batch {
         let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
         ids.insert(at, 0);
         Batch { ids }
@@ -160,7 +160,7 @@ const CACHE_ELEMENTS: usize = 1 << 24;
 /// The inputs of every cell that shares (seed, K, N, input type, draw): B,
 /// the rows by id, the batches and the vacuity verdicts, each built once.
 pub(super) struct Session {
-    rows: Rows,
+    pub(super) rows: Rows,
     row_cache: HashMap<u64, Arc<Vec<f32>>>,
     batches: HashMap<Batch, Arc<Vec<f32>>>,
     cached: usize,
@@ -187,7 +187,7 @@ impl Session {
         (r.seed, r.k, r.n, r.ty, r.draw, r.content) == (opts.seed, opts.k, opts.n, opts.input, draw, content)
     }
 
-    fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
+    pub(super) fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
         if let Some(a) = self.batches.get(b) {
             return a.clone();
         }
@@ -235,7 +235,7 @@ impl Session {
 
 /// Runs a subject's `rank` on a batch `a` (`[m, K]`); `sel` selects
 /// output rows.
-fn run_batch(
+pub(super) fn run_batch(
     subject: &dyn Subject,
     rank: usize,
     rows: &Rows,
