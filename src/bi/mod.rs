@@ -54,6 +54,7 @@ mod heatmap;
 mod inputs;
 mod matrix;
 mod merge;
+mod mrange;
 mod report;
 mod run;
 mod verdict;
@@ -69,6 +70,9 @@ pub use heatmap::heatmap;
 pub use inputs::{input_of, other_id, Draw, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
+pub use mrange::{
+    bisect_ranges, expand, parse_ms, sample, FailRun, MItem, MRangeResult, MAX_BOUNDARIES, MAX_MS, MAX_RANGE_SAMPLES,
+};
 pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
 pub use run::{check_cells, check_content, check_shard, edge_ms, CheckOptions, Limits};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};

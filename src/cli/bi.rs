@@ -4,7 +4,10 @@
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{builtin, check_shard, edge_ms, parse_shard, run_matrix, run_matrix_on, CheckOptions, Family, RowPos};
+use crate::bi::{
+    bisect_ranges, builtin, check_shard, edge_ms, expand, parse_ms, parse_shard, run_matrix, run_matrix_on,
+    CheckOptions, Content, Family, RowPos,
+};
 use crate::order::InType;
 use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
 use clap::{Args, Subcommand};
@@ -57,7 +60,9 @@ pub struct RunArgs {
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
-    /// boundary of a dispatch subject.
+    /// boundary of a dispatch subject. Ranges `A..B` (= `A..=B`, both
+    /// include B) mix with sizes (`1,8,40..60`): each range is sampled and
+    /// the first and last M of each run of failing M found by bisection.
     #[arg(long, default_value = "edges")]
     pub m: String,
     #[arg(long, required_unless_present_any = ["case", "matrix"])]
@@ -284,6 +289,12 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     }
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let ranges = m_ranges(&a.m)?;
+    if !ranges.is_empty() && shard.is_some() {
+        return Err(CliError(
+            "--m ranges are bisected over the whole check: run them without --shard".into(),
+        ));
+    }
     let pb = progress_bar();
     let report = check_shard(
         subject.subject.as_ref(),
@@ -294,6 +305,17 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(CliError)?;
+    if !ranges.is_empty() {
+        bisect_ranges(
+            subject.subject.as_ref(),
+            vs.as_ref().map(|v| v.subject.as_ref()),
+            &opts,
+            Content::default(),
+            &ranges,
+            &mut report,
+        )
+        .map_err(CliError)?;
+    }
     dump_gen::mark_replayed_repeats(spec, &mut report);
     emit(&report, &a.out)
 }
@@ -346,6 +368,15 @@ fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
     emit(&report, &a.out)
 }
 
+/// The ranges of `--m` (none for `edges` or a plain list).
+fn m_ranges(m: &str) -> Result<Vec<(usize, usize)>> {
+    if m.trim() == "edges" {
+        return Ok(Vec::new());
+    }
+    let items = parse_ms(m).map_err(|e| CliError(format!("--m: {e}")))?;
+    Ok(expand(&items).map_err(|e| CliError(format!("--m: {e}")))?.1)
+}
+
 /// The check's options from the flags; `input_hint` and `boundaries` come
 /// from the subject (its input type, its M edges).
 fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
@@ -359,13 +390,8 @@ fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) 
     let ms = if a.m.trim() == "edges" {
         edge_ms(boundaries)
     } else {
-        a.m.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<usize>()
-                    .map_err(|_| CliError(format!("--m: '{s}' is not a batch size (a list of integers, or edges)")))
-            })
-            .collect::<Result<Vec<_>>>()?
+        let items = parse_ms(&a.m).map_err(|e| CliError(format!("--m: {e}")))?;
+        expand(&items).map_err(|e| CliError(format!("--m: {e}")))?.0
     };
     let input = match &a.input {
         Some(s) => parse_input(s)?,
