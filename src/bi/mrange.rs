@@ -155,10 +155,13 @@ pub fn sample(lo: usize, hi: usize) -> Vec<usize> {
     v
 }
 
+/// The M a list runs, and its ranges `(A, B)`.
+pub type Expanded = (Vec<usize>, Vec<(usize, usize)>);
+
 /// The M list a parsed list runs (each M once, first occurrence first: the
 /// first item's first M is the baseline) and its ranges. Err: more than
 /// [`MAX_MS`] M.
-pub fn expand(items: &[MItem]) -> Result<(Vec<usize>, Vec<(usize, usize)>), String> {
+pub fn expand(items: &[MItem]) -> Result<Expanded, String> {
     let mut ms: Vec<usize> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut ranges = Vec::new();
