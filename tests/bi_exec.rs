@@ -399,13 +399,15 @@ fn a_dump_round_trips_and_its_repeats_are_vacuous() {
     let (code, out, err) = gen(&e, &d, &[]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.starts_with(&format!("wrote 26 jobs to {d} (mxbi-bi-dump/1)")),
+        // 26 jobs of the cells, and the negated first batch of the
+        // input-dependence probe (bi::depends; its plain batch is a cell's)
+        out.starts_with(&format!("wrote 27 jobs to {d} (mxbi-bi-dump/1)")),
         "{out}"
     );
     let manifest = e.json("d/manifest.json");
     assert_eq!(manifest["schema"], "mxbi-bi-dump/1");
     let jobs = manifest["jobs"].as_array().unwrap();
-    assert_eq!(jobs.len(), 26);
+    assert_eq!(jobs.len(), 27);
     assert_eq!(jobs[0]["a"], "job-000001/a.npy");
     assert_eq!(jobs[0]["a_sha256"].as_str().unwrap().len(), 64);
     // the same command writes the same bytes
@@ -461,13 +463,14 @@ fn a_dump_round_trips_and_its_repeats_are_vacuous() {
     assert_eq!(code, 2);
     assert!(err.contains("out.npy: shape [") && err.contains("expected ["), "{err}");
     fill(&d, "ok");
-    let a = e.dir.join("d/job-000002/a.npy");
+    // job 2 is the probe's negated batch, which only the probe reads
+    let a = e.dir.join("d/job-000003/a.npy");
     let mut bytes = std::fs::read(&a).unwrap();
     *bytes.last_mut().unwrap() ^= 1;
     std::fs::write(&a, bytes).unwrap();
     let (code, _, err) = run(&[]);
     assert_eq!(code, 2);
-    assert!(err.contains("job-000002/a.npy: changed since mxbi bi gen"), "{err}");
+    assert!(err.contains("job-000003/a.npy: changed since mxbi bi gen"), "{err}");
     assert!(!e.dir.join("r.json").exists());
 }
 

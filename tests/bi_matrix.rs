@@ -193,6 +193,7 @@ fn rank_job(ws: usize, x1: ScaleKind, x2: ScaleKind, families: &[Family]) -> Job
             seed: 1,
             input: InType::E4M3,
             repeats: 2,
+            confirm: 3,
         },
         draw: Draw::Wide,
     }
@@ -246,6 +247,7 @@ fn a_one_device_subject_has_no_rank_cells() {
             seed: 1,
             input: InType::F32,
             repeats: 2,
+            confirm: 3,
         },
         draw: Draw::Wide,
     };

@@ -158,6 +158,7 @@ fn opts(families: &[Family], ms: &[usize]) -> CheckOptions {
         seed: 3,
         input: InType::F32,
         repeats: 3,
+        confirm: 3,
     }
 }
 

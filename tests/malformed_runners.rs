@@ -51,8 +51,9 @@ fn lying_runners_are_exit_2_with_one_line_and_nothing_written() {
     let lies = [
         // claims f32, writes f16
         ("f16-said-f32", "dtype <f2, but the runner said f32"),
-        // the right shape for another M
-        ("other-m", "shape [3, 4], expected [2, 4]"),
+        // the right shape for another M (the first job is the input-
+        // dependence probe's, bi::depends, at the smallest M)
+        ("other-m", "shape [2, 4], expected [1, 4]"),
         // NaN where these inputs cannot overflow
         (
             "nan",
@@ -130,17 +131,29 @@ fn a_dump_whose_manifest_lies_about_m_is_exit_2() {
     let run = mxbi(&check, None, &tmp);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     std::fs::remove_file(&json).unwrap();
-    // job 1 (M = 1) now claims M = 2 and has a [2, 4] output
+    // the M = 1 jobs (the cells' baseline, and the negated batch only the
+    // input-dependence probe reads, bi::depends) now claim M = 2 and have
+    // a [2, 4] output
     let path = dir.join("dump/manifest.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(m["jobs"][0]["m"], 1);
-    m["jobs"][0]["m"] = 2.into();
+    let mut lied = 0;
+    for j in m["jobs"].as_array_mut().unwrap() {
+        if j["m"] == 1 {
+            j["m"] = 2.into();
+            let out = common::bad_input::f32_npy("(2, 4)", 8);
+            std::fs::write(
+                dir.join(&format!("dump/job-{:06}/out.npy", j["job"].as_u64().unwrap())),
+                out,
+            )
+            .unwrap();
+            lied += 1;
+        }
+    }
+    assert_eq!(lied, 2);
     std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
-    let out = common::bad_input::f32_npy("(2, 4)", 8);
-    std::fs::write(dir.join("dump/job-000001/out.npy"), out).unwrap();
     let run = mxbi(&check, None, &tmp);
     assert_eq!(
-        run.bad_input_problem("job 1 lists M = 2, K = 8, N = 4, but its input files are [1, 8] and [8, 4]"),
+        run.bad_input_problem("lists M = 2, K = 8, N = 4, but its input files are [1, 8] and [8, 4]"),
         None
     );
     assert!(!Path::new(&json).exists());

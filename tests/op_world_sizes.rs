@@ -31,6 +31,7 @@ fn job(ws: usize, x2: Option<ScaleKind>) -> Job {
             seed: 3,
             input: InType::E4M3,
             repeats: 3,
+            confirm: 3,
         },
         draw: Draw::Wide,
     }

@@ -69,6 +69,7 @@ fn check_model(subject: &dyn Subject, t: InType, ms: Vec<usize>, k: usize, n: us
         seed,
         input: t,
         repeats: 2,
+        confirm: 3,
     };
     check(subject, None, &opts, &|_, _| {}).unwrap_or_else(|e| panic!("{}: {e}", subject.name()))
 }
@@ -112,6 +113,7 @@ fn the_invariant_op_preset_passes_every_family() {
                 seed,
                 input: InType::E4M3,
                 repeats: 2,
+                confirm: 3,
             },
             draw: Draw::Wide,
         };

@@ -1012,6 +1012,7 @@ fn check<'py>(
         seed,
         input,
         repeats,
+        confirm: bi::DEFAULT_CONFIRM,
     };
     let subj: &dyn Subject = s.subject.as_ref();
     let other: Option<&dyn Subject> = v.as_ref().map(|p| p.subject.as_ref());

@@ -10,7 +10,8 @@
 //!   `families` as given, else `["content"]` when `standard.bi` is present;
 //!   `m` a list or `"edges"` (the default: [`edge_ms`] of the subject's
 //!   boundaries); `positions` as given, else `standard.bi.row_positions`;
-//!   `seed` 1, `repeats` 3, `input` what the subject reads (else f32) when
+//!   `seed` 1, `repeats` 3, `confirm` 3 (re-runs of each side of a
+//!   failing cell, `bi::confirm`), `input` what the subject reads (else f32) when
 //!   absent.
 //! - `standard.bi` is the seed-000 content test: the target row fixed, the
 //!   other rows from seed A vs seed B, asserting byte equality of the target
@@ -98,6 +99,11 @@ pub struct Case {
     /// Runs of the repeat family (default 3, at least 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<usize>,
+    /// Re-runs of each side of a cell that would fail, before it is
+    /// BI_FAIL; a side that does not reproduce makes the cell NON_DET
+    /// (default 3; 0: no re-runs; at most 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<usize>,
     /// The seed-000 standards: `acc` is evaluated beside the cells, `perf`
     /// is carried into the report; `bi` selects the content test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,6 +396,7 @@ impl Case {
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             input: self.input.map(|i| i.0).or(subject_input).unwrap_or(InType::F32),
             repeats: self.repeats.unwrap_or(DEFAULT_REPEATS),
+            confirm: self.confirm.unwrap_or(super::confirm::DEFAULT_CONFIRM),
         };
         opts.validate(self.vs.is_some())?;
         if let Some(c) = &self.content {

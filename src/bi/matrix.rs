@@ -37,6 +37,7 @@
 //! narrower one ([`Subject::input`] other than f32), which then wins.
 
 use super::content::Content;
+use super::depends::input_dependence;
 use super::edge_ms;
 use super::family::{Family, RowPos};
 use super::inputs::Draw;
@@ -101,6 +102,7 @@ fn opts(families: &[Family], ms: Vec<usize>, k: usize, n: usize, input: InType) 
         seed: 1,
         input,
         repeats: 2,
+        confirm: super::confirm::DEFAULT_CONFIRM,
     }
 }
 
@@ -306,6 +308,23 @@ pub(super) fn run_jobs<'a>(
         None => (0..all.len()).collect(),
     };
     let mut session: Option<Session> = None;
+    // a subject whose output does not depend on its inputs: an error, once
+    // per subject (super::depends), before any cell
+    let mut probed: Vec<Knobs> = Vec::new();
+    for job in jobs {
+        if probed.contains(&job.knobs) {
+            continue;
+        }
+        probed.push(job.knobs);
+        if !session.as_ref().is_some_and(|s| s.serves(&job.opts, job.draw, content)) {
+            session = Some(Session::new(&job.opts, job.draw, content));
+        }
+        let s = session.as_mut().expect("set above");
+        input_dependence(subjects[&job.knobs].get(), s, &job.opts)?;
+        if let (Some(v), true) = (vs, probed.len() == 1) {
+            input_dependence(v, s, &job.opts)?;
+        }
+    }
     let mut cells = Vec::with_capacity(selected.len());
     for (done, &x) in selected.iter().enumerate() {
         let (ji, plan) = &all[x];

@@ -50,15 +50,18 @@
 //!   same command gives the same report bytes on any machine.
 
 mod case;
+mod confirm;
 mod content;
+mod depends;
 mod family;
 mod grid;
 mod heatmap;
 mod inputs;
 mod matrix;
 mod merge;
-pub mod power;
+mod mrange;
 mod others;
+pub mod power;
 mod report;
 mod run;
 mod separating;
@@ -68,6 +71,7 @@ pub mod witness;
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
 };
+pub use confirm::{NonDetRate, DEFAULT_CONFIRM, MAX_CONFIRM};
 pub use content::{Content, ContentClass};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
@@ -75,6 +79,9 @@ pub use heatmap::heatmap;
 pub use inputs::{input_of, other_id, Draw, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
+pub use mrange::{
+    bisect_ranges, expand, parse_ms, sample, FailRun, MItem, MRangeResult, MAX_BOUNDARIES, MAX_MS, MAX_RANGE_SAMPLES,
+};
 pub use others::Others;
 pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
 pub use run::{check_cells, check_content, check_shard, check_shard_content, edge_ms, CheckOptions, Limits};

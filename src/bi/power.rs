@@ -226,7 +226,13 @@ mod tests {
     fn formats_that_hold_the_bytes() {
         assert_eq!(
             output_formats(&[1.0, 0.5]),
-            vec![Some(Format::E4M3), Some(Format::E5M2), Some(Format::BF16), Some(Format::F16), None]
+            vec![
+                Some(Format::E4M3),
+                Some(Format::E5M2),
+                Some(Format::BF16),
+                Some(Format::F16),
+                None
+            ]
         );
         let f = output_formats(&[1.0 + 2f32.powi(-8)]);
         assert_eq!(f, vec![Some(Format::F16), None]);

@@ -48,6 +48,11 @@ pub struct Cell {
     /// subject gave no bytes to measure it in (an ERROR).
     #[serde(default)]
     pub power: Option<Power>,
+    // -- confirm (bi::confirm) --
+    /// NON_DET cells: how often re-runs of a side disagreed with its first
+    /// run (the reason says the same in words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nondet_rate: Option<super::confirm::NonDetRate>,
 }
 
 /// A positive control: a cell run on a subject built to fail it.
@@ -167,6 +172,10 @@ pub struct Report {
     /// Set for matrix runs: how the matrix's cells were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matrix: Option<MatrixInfo>,
+    /// M ranges (`--m 1..512`): each range's runs of failing M, their
+    /// ends found by bisection (bi::mrange).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub m_ranges: Vec<super::mrange::MRangeResult>,
     /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
@@ -202,6 +211,7 @@ impl Report {
             case: None,
             accuracy: None,
             matrix: None,
+            m_ranges: Vec::new(),
             summary: Summary {
                 cells: 0,
                 verdicts: BTreeMap::new(),
@@ -271,6 +281,9 @@ impl Report {
         );
         if let Some(m) = &self.matrix {
             let _ = writeln!(s, "{}.\n", m.line());
+        }
+        for r in &self.m_ranges {
+            let _ = writeln!(s, "{}.\n", r.line());
         }
         let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
         families.dedup();
@@ -487,6 +500,10 @@ impl Report {
             if m.cells != self.cells.len() {
                 let _ = write!(s, "; this shard ran {}", thousands(self.cells.len()));
             }
+            s.push('\n');
+        }
+        for r in &self.m_ranges {
+            s.push_str(&r.line());
             s.push('\n');
         }
         s.push_str(&self.summary_line());

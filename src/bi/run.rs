@@ -1,6 +1,7 @@
 //! Running cells: building each family's batches from the seed, calling the
 //! subject, comparing bytes, the vacuity test and the positive controls.
 
+use super::confirm::NonDetRate;
 use super::content::Content;
 use super::family::{Family, RowPos};
 use super::inputs::{other_id, Draw, Rows};
@@ -44,6 +45,9 @@ pub struct CheckOptions {
     pub input: InType,
     /// Runs of the `repeat` family (at least 2).
     pub repeats: usize,
+    /// Re-runs of each side of a cell that would fail, before it is
+    /// `BI_FAIL` (0: none; see [`super::confirm`]).
+    pub confirm: usize,
 }
 
 impl CheckOptions {
@@ -77,6 +81,13 @@ impl CheckOptions {
                 "repeats = {} is out of range (2..={})",
                 self.repeats,
                 Limits::MAX_REPEATS
+            ));
+        }
+        if self.confirm > super::confirm::MAX_CONFIRM {
+            return Err(format!(
+                "confirm = {} is out of range (0..={})",
+                self.confirm,
+                super::confirm::MAX_CONFIRM
             ));
         }
         if self.families.contains(&Family::Switch) && !has_vs {
@@ -120,7 +131,7 @@ pub(super) struct Batch {
 
 impl Batch {
     /// M rows: the target (id 0) at `at`, the others from `set` in order.
-    fn with_target(m: usize, at: usize, set: u64) -> Batch {
+    pub(super) fn with_target(m: usize, at: usize, set: u64) -> Batch {
         let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
         ids.insert(at, 0);
         Batch { ids }
@@ -140,7 +151,7 @@ const CACHE_ELEMENTS: usize = 1 << 24;
 /// The inputs of every cell that shares (seed, K, N, input type, draw): B,
 /// the rows by id, the batches and the vacuity verdicts, each built once.
 pub(super) struct Session {
-    rows: Rows,
+    pub(super) rows: Rows,
     row_cache: HashMap<u64, Arc<Vec<f32>>>,
     batches: HashMap<Batch, Arc<Vec<f32>>>,
     cached: usize,
@@ -168,7 +179,7 @@ impl Session {
         (r.seed, r.k, r.n, r.ty, r.draw, r.content) == (opts.seed, opts.k, opts.n, opts.input, draw, content)
     }
 
-    fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
+    pub(super) fn batch(&mut self, b: &Batch) -> Arc<Vec<f32>> {
         if let Some(a) = self.batches.get(b) {
             return a.clone();
         }
@@ -250,7 +261,7 @@ fn power_cache() -> &'static std::sync::Mutex<HashMap<PowerKey, Power>> {
 
 /// Runs a subject's `rank` on a batch `a` (`[m, K]`); `sel` selects
 /// output rows.
-fn run_batch(
+pub(super) fn run_batch(
     subject: &dyn Subject,
     rank: usize,
     rows: &Rows,
@@ -558,6 +569,7 @@ fn cell_of(plan: &Plan, opts: &CheckOptions, knobs: &Knobs, draw: Draw, subject:
         diff: RowDiff::default(),
         reason: None,
         power: None,
+        nondet_rate: None,
     }
 }
 
@@ -570,6 +582,62 @@ fn error_cell(mut c: Cell, e: SubjectError) -> Result<Cell, String> {
     c.verdict = Verdict::Error;
     c.reason = Some(e.to_string());
     Ok(c)
+}
+
+/// The variant side of a planned cell: its batch on its rank, the
+/// partner subject on the baseline batch (`switch`), or the baseline's
+/// own bytes (`repeat`).
+fn run_variant(
+    plan: &Plan,
+    session: &mut Session,
+    base_a: &Arc<Vec<f32>>,
+    base: &[f32],
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+) -> Result<Vec<f32>, SubjectError> {
+    match (&plan.variant, plan.family) {
+        (_, Family::Repeat) => Ok(base.to_vec()),
+        (_, Family::Switch) => match vs {
+            Some(other) => run_batch(other, 0, &session.rows, base_a, &plan.base_rows),
+            None => Err(SubjectError::Unsupported {
+                subject: subject.name(),
+                why: "the switch family needs a second subject".into(),
+            }),
+        },
+        (Some((batch, sel)), _) => {
+            let a = if *batch == plan.baseline {
+                base_a.clone()
+            } else {
+                session.batch(batch)
+            };
+            run_batch(subject, plan.var_rank, &session.rows, &a, sel)
+        }
+        (None, _) => unreachable!("every family but repeat and switch plans a variant"),
+    }
+}
+
+/// Re-runs both sides of a cell whose sides differ, `opts.confirm` times
+/// each ([`super::confirm`]): None when every re-run reproduced its side's
+/// first bytes (the failure stands), else the disagreement rate.
+fn confirm_sides(
+    plan: &Plan,
+    session: &mut Session,
+    opts: &CheckOptions,
+    base_a: &Arc<Vec<f32>>,
+    (base, variant): (&[f32], &[f32]),
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+) -> Result<Option<NonDetRate>, SubjectError> {
+    let n = session.rows.n;
+    let rows = &session.rows;
+    let on_base = super::confirm::reruns(base, n, opts.confirm, || {
+        run_batch(subject, plan.base_rank, rows, base_a, &plan.base_rows)
+    })?;
+    let on_variant = super::confirm::reruns(variant, n, opts.confirm, || {
+        run_variant(plan, session, base_a, base, subject, vs)
+    })?;
+    let differed = on_base + on_variant;
+    Ok((differed > 0).then(|| NonDetRate::new(differed, 2 * opts.confirm)))
 }
 
 /// Runs one planned cell (Err: a subject is broken).
@@ -592,44 +660,51 @@ pub(super) fn run_plan(
     cell.power = Some(session.power(&plan.baseline, &plan.base_rows, power::output_formats(&base)));
     let rows = &session.rows;
     let runs = if plan.family == Family::Repeat { opts.repeats } else { 2 };
-    for _ in 1..runs {
+    for done in 1..runs {
         match run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows) {
             Ok(again) => {
                 let d = compare_rows(&base, &again, rows.n, &plan.base_rows);
                 if !d.identical() {
+                    // the rate: this re-run, then `confirm` more
+                    let more = match super::confirm::reruns(&base, rows.n, opts.confirm, || {
+                        run_batch(subject, plan.base_rank, rows, &base_a, &plan.base_rows)
+                    }) {
+                        Ok(x) => x,
+                        Err(e) => return error_cell(cell, e),
+                    };
+                    let rate = NonDetRate::new(1 + more, done + opts.confirm);
                     cell.verdict = Verdict::NonDet;
                     cell.diff = d;
-                    cell.reason = Some("two runs of the same batch differ".into());
+                    cell.reason = Some(format!("two runs of the same batch differ; {}", rate.text()));
+                    cell.nondet_rate = Some(rate);
                     return Ok(cell);
                 }
             }
             Err(e) => return error_cell(cell, e),
         }
     }
-    let variant = match (&plan.variant, plan.family) {
-        (_, Family::Repeat) => Ok(base.clone()),
-        (_, Family::Switch) => match vs {
-            Some(other) => run_batch(other, 0, rows, &base_a, &plan.base_rows),
-            None => Err(SubjectError::Unsupported {
-                subject: subject.name(),
-                why: "the switch family needs a second subject".into(),
-            }),
-        },
-        (Some((batch, sel)), _) => {
-            let a = if *batch == plan.baseline {
-                base_a.clone()
-            } else {
-                session.batch(batch)
-            };
-            run_batch(subject, plan.var_rank, &session.rows, &a, sel)
-        }
-        (None, _) => unreachable!("every family but repeat and switch plans a variant"),
-    };
-    let variant = match variant {
+    let variant = match run_variant(plan, session, &base_a, &base, subject, vs) {
         Ok(v) => v,
         Err(e) => return error_cell(cell, e),
     };
     cell.diff = compare_rows(&base, &variant, session.rows.n, &plan.labels);
+    // confirm (super::confirm): before a cell is BI_FAIL, each side is
+    // re-run; a side that does not reproduce makes it NON_DET
+    if !cell.diff.identical() && opts.confirm > 0 {
+        match confirm_sides(plan, session, opts, &base_a, (&base, &variant), subject, vs) {
+            Ok(None) => {}
+            Ok(Some(rate)) => {
+                cell.verdict = Verdict::NonDet;
+                cell.reason = Some(format!(
+                    "the sides differ, but re-runs of the same batch do not reproduce: {}",
+                    rate.text()
+                ));
+                cell.nondet_rate = Some(rate);
+                return Ok(cell);
+            }
+            Err(e) => return error_cell(cell, e),
+        }
+    }
     // power is measured on the values given: a subject that scales them by
     // MX scales of its own choosing (a VAR knob) sums other values, so its
     // cells are never called vacuous (their power is reported all the same)

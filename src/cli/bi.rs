@@ -5,8 +5,8 @@ use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
 use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
 use crate::bi::{
-    builtin, check_shard_content, edge_ms, parse_shard, run_matrix, run_matrix_on, CheckOptions, Content, ContentClass,
-    Family, RowPos,
+    bisect_ranges, builtin, check_shard_content, edge_ms, expand, parse_ms, parse_shard, run_matrix, run_matrix_on,
+    CheckOptions, Content, ContentClass, Family, RowPos,
 };
 use crate::order::InType;
 use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
@@ -34,7 +34,7 @@ pub enum BiCommand {
 pub struct RunArgs {
     /// A case file (mxbi-bi-case/1; `mxbi bi schema`) instead of the
     /// subject and check flags.
-    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats"])]
+    #[arg(value_name = "CASE.json", conflicts_with_all = ["subject", "vs", "family", "m", "k", "n", "rows", "input", "seed", "repeats", "confirm"])]
     pub case: Option<PathBuf>,
     /// The subject: `model:ORDER` (the CPU model), `dispatch:FILE` (an
     /// order chosen by shape from a JSON table), `exec:CMD` (an external
@@ -60,7 +60,9 @@ pub struct RunArgs {
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
     /// first), or `edges`: the usual edges plus b-1, b, b+1 for each
-    /// boundary of a dispatch subject.
+    /// boundary of a dispatch subject. Ranges `A..B` (= `A..=B`, both
+    /// include B) mix with sizes (`1,8,40..60`): each range is sampled and
+    /// the first and last M of each run of failing M found by bisection.
     #[arg(long, default_value = "edges")]
     pub m: String,
     #[arg(long, required_unless_present_any = ["case", "matrix"])]
@@ -87,6 +89,11 @@ pub struct RunArgs {
     /// Runs of the repeat family.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// Re-runs of each side of a cell that would fail, before it is
+    /// BI_FAIL; a side that does not reproduce makes the cell NON_DET with
+    /// its disagreement rate (0: no re-runs).
+    #[arg(long, default_value_t = crate::bi::DEFAULT_CONFIRM)]
+    pub confirm: usize,
     /// exec: subjects: seconds a runner may take to greet and per job.
     #[arg(long, default_value_t = 120.0)]
     pub timeout: f64,
@@ -298,6 +305,12 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         search: Default::default(),
     };
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
+    let ranges = m_ranges(&a.m)?;
+    if !ranges.is_empty() && shard.is_some() {
+        return Err(CliError(
+            "--m ranges are bisected over the whole check: run them without --shard".into(),
+        ));
+    }
     let pb = progress_bar();
     let class: ContentClass = a
         .content
@@ -317,6 +330,17 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     );
     pb.finish_and_clear();
     let mut report = report.map_err(CliError)?;
+    if !ranges.is_empty() {
+        bisect_ranges(
+            subject.subject.as_ref(),
+            vs.as_ref().map(|v| v.subject.as_ref()),
+            &opts,
+            content,
+            &ranges,
+            &mut report,
+        )
+        .map_err(CliError)?;
+    }
     let rows = crate::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
     crate::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
     dump_gen::mark_replayed_repeats(spec, &mut report);
@@ -371,6 +395,15 @@ fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
     emit(&report, &a.out)
 }
 
+/// The ranges of `--m` (none for `edges` or a plain list).
+fn m_ranges(m: &str) -> Result<Vec<(usize, usize)>> {
+    if m.trim() == "edges" {
+        return Ok(Vec::new());
+    }
+    let items = parse_ms(m).map_err(|e| CliError(format!("--m: {e}")))?;
+    Ok(expand(&items).map_err(|e| CliError(format!("--m: {e}")))?.1)
+}
+
 /// The check's options from the flags; `input_hint` and `boundaries` come
 /// from the subject (its input type, its M edges).
 fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) -> Result<CheckOptions> {
@@ -384,13 +417,8 @@ fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) 
     let ms = if a.m.trim() == "edges" {
         edge_ms(boundaries)
     } else {
-        a.m.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<usize>()
-                    .map_err(|_| CliError(format!("--m: '{s}' is not a batch size (a list of integers, or edges)")))
-            })
-            .collect::<Result<Vec<_>>>()?
+        let items = parse_ms(&a.m).map_err(|e| CliError(format!("--m: {e}")))?;
+        expand(&items).map_err(|e| CliError(format!("--m: {e}")))?.0
     };
     let input = match &a.input {
         Some(s) => parse_input(s)?,
@@ -405,5 +433,6 @@ fn check_options(a: &RunArgs, input_hint: Option<InType>, boundaries: &[usize]) 
         seed: a.seed,
         input,
         repeats: a.repeats,
+        confirm: a.confirm,
     })
 }

@@ -52,6 +52,7 @@ fn opts(families: &[Family], ms: Vec<usize>, k: usize, n: usize, input: InType) 
         seed: 1,
         input,
         repeats: 3,
+        confirm: crate::bi::DEFAULT_CONFIRM,
     }
 }
 

@@ -68,6 +68,7 @@ impl FuzzCase {
             seed: self.seed,
             input: self.input,
             repeats: REPEATS,
+            confirm: crate::bi::DEFAULT_CONFIRM,
         }
     }
 
@@ -110,6 +111,7 @@ impl FuzzCase {
             seed: Some(self.seed),
             input: Some(Input(self.input)),
             repeats: None,
+            confirm: None,
             standard: None,
             content: (self.content != Content::default()).then_some(self.content),
             knobs: (!self.knobs.is_empty()).then_some(self.knobs),

@@ -217,6 +217,7 @@ mod tests {
             diff: RowDiff::default(),
             reason: None,
             power: None,
+            nondet_rate: None,
         }
     }
 

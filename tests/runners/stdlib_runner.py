@@ -19,7 +19,9 @@ dev-zero (names /dev/zero as its output), need-bf16 (answers an error for a job
 whose input type is not bf16, as a bf16 library runner does); lies for the
 malformed-input battery: f16-said-f32 (writes f16, says f32), other-m (writes
 [M + 1, N]), nan (every output NaN), no-file-exit (answers job 1 without
-writing it, then exits), chatter-after (prints a log line after each answer).
+writing it, then exits), chatter-after (prints a log line after each answer);
+outputs that do not depend on the inputs: zeros (every output +0), const
+(every output 1.0).
 """
 import ast
 import json
@@ -82,6 +84,10 @@ def answer(job, mode):
         bits[0] ^= 1
     if mode == "nan":
         bits = [0x7FC00000] * len(bits)
+    if mode == "zeros":
+        bits = [0] * len(bits)
+    if mode == "const":
+        bits = [0x3F800000] * len(bits)
     if mode == "f16-said-f32":
         save(job["out"], "<f2", (m, n), struct.pack("<%de" % len(flat), *flat))
         return "f32"

@@ -6,8 +6,9 @@
 
 use super::{check_options, parse_input, parse_subject_with, CliError, Outcome, Result, RunArgs, RunnerCtx};
 use crate::bi::{check, Family, Report, Verdict};
+use crate::gemm::Problem;
 use crate::order::InType;
-use crate::subject::{Dump, Recorder, DUMP_SCHEMA};
+use crate::subject::{Dump, Model, Recorder, Subject, SubjectError, DUMP_SCHEMA};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -83,7 +84,7 @@ pub fn gen(g: GenArgs) -> Result<Outcome> {
         ))
     })?;
     let written = (|| -> std::result::Result<usize, String> {
-        let rec = Recorder::new(&partial, opts.input)?;
+        let rec = Answering(Recorder::new(&partial, opts.input)?);
         check(&rec, a.vs.as_ref().map(|_| &rec as _), &opts, &|_, _| {})?;
         let options = serde_json::json!({
             "subject": a.subject,
@@ -97,7 +98,7 @@ pub fn gen(g: GenArgs) -> Result<Outcome> {
             "input": opts.input.name(),
             "repeats": opts.repeats,
         });
-        let n = rec.finish(options, boundaries)?;
+        let n = rec.0.finish(options, boundaries)?;
         std::fs::rename(&partial, &g.out).map_err(|e| format!("{}: {e}", g.out.display()))?;
         Ok(n)
     })();
@@ -112,6 +113,23 @@ pub fn gen(g: GenArgs) -> Result<Outcome> {
         g.out.display()
     );
     Ok(Outcome::Held)
+}
+
+/// The recorder, answering each job it records with the CPU model's
+/// (`fma`) bytes instead of the recorder's zeros: the check's probe that
+/// outputs depend on inputs (`bi::depends`) must see a GEMM, and the
+/// recorded jobs are the same.
+struct Answering(Recorder);
+
+impl Subject for Answering {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> std::result::Result<Vec<f32>, SubjectError> {
+        self.0.run(p, rows)?;
+        Model::new("fma".parse().expect("fma parses")).run(p, rows)
+    }
 }
 
 /// Why a repeat cell proves nothing on a dump.

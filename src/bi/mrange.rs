@@ -1,0 +1,358 @@
+//! M ranges: `--m 1..512`, `--m 1,8,40..60`. A range is sampled, and each
+//! run of consecutive failing M in it is narrowed to its exact first and
+//! last failing M by bisection.
+//!
+//! # Contract
+//! - **Syntax** ([`parse_ms`]): a comma-separated list of batch sizes and
+//!   ranges `A..B` or `A..=B`; both range forms include B (1 <= A <= B).
+//!   The first item's first M is the `batch`/`anchor` baseline.
+//! - **Sampling** ([`sample`]): a range `[A, B]` runs A, A+1, B-1, B,
+//!   every power of two in it and the M after it, and 32 log-spaced points
+//!   (rounded): at most [`MAX_RANGE_SAMPLES`] M. A failing run that no
+//!   sampled M falls in is not found (log spacing: about 22% apart from 1
+//!   to 512).
+//! - **An M fails** when any of its cells is `BI_FAIL`.
+//! - **Bisection** ([`bisect_ranges`]): for each maximal run of consecutive
+//!   failing sampled M, between the passing sample before it and its first
+//!   failing sample (and its last failing sample and the passing sample
+//!   after it), the midpoint M is checked (every family of the check; the
+//!   baseline-relative families against the same baseline) until the two
+//!   are adjacent: the first (last) failing M is then exact. A run that
+//!   starts (ends) at the range's edge starts (ends) there. At most
+//!   [`MAX_BOUNDARIES`] boundaries are bisected per check (each at most
+//!   17 steps, M <= 65536); a run beyond that keeps its sampled ends and
+//!   says `exact: false`. The cells of bisected M join the report.
+//! - The result is in the report (`m_ranges`), one line per range in the
+//!   Markdown and the terminal view:
+//!   `M range 1..=512 (48 sampled, 9 bisected): first failing M = 17, last = 512`.
+
+use super::content::Content;
+use super::family::Family;
+use super::report::Report;
+use super::run::{check_cells, CheckOptions, Limits};
+use super::verdict::Verdict;
+use crate::subject::{Knobs, Subject};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Most M one range samples (4 edges, 2 per power of two, 32 log-spaced).
+pub const MAX_RANGE_SAMPLES: usize = 4 + 2 * 17 + 32;
+
+/// Most pass/fail boundaries bisected in one check.
+pub const MAX_BOUNDARIES: usize = 16;
+
+/// Most distinct M a list with ranges may expand to.
+pub const MAX_MS: usize = 4096;
+
+/// One item of an M list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MItem {
+    One(usize),
+    /// Inclusive.
+    Range(usize, usize),
+}
+
+/// One run of consecutive failing M in a range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailRun {
+    pub first: usize,
+    pub last: usize,
+    /// Both ends found by bisection (or at the range's edge); false when
+    /// the bisection bound was reached and the ends are sampled M.
+    pub exact: bool,
+}
+
+/// What a range found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MRangeResult {
+    /// `A..=B`.
+    pub range: String,
+    /// M sampled in the range.
+    pub sampled: usize,
+    /// M checked by bisection.
+    pub bisected: usize,
+    /// Runs of failing M, in order.
+    pub runs: Vec<FailRun>,
+}
+
+impl MRangeResult {
+    /// `M range 1..=512 (48 sampled, 9 bisected): first failing M = 17,
+    /// last = 512` (one clause per run), or `... : no failing M`.
+    pub fn line(&self) -> String {
+        let runs: Vec<String> = self
+            .runs
+            .iter()
+            .map(|r| {
+                format!(
+                    "first failing M = {}, last = {}{}",
+                    r.first,
+                    r.last,
+                    if r.exact { "" } else { " (sampled, not bisected)" }
+                )
+            })
+            .collect();
+        format!(
+            "M range {} ({} sampled, {} bisected): {}",
+            self.range,
+            self.sampled,
+            self.bisected,
+            if runs.is_empty() {
+                "no failing M".to_string()
+            } else {
+                runs.join("; ")
+            }
+        )
+    }
+}
+
+fn parse_m(s: &str, whole: &str) -> Result<usize, String> {
+    let m: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{whole}' is not a batch size or a range A..B"))?;
+    if m == 0 || m > Limits::MAX_M {
+        return Err(format!("M = {m} is out of range (1..={})", Limits::MAX_M));
+    }
+    Ok(m)
+}
+
+/// Parses `1,8,40..60` / `1..=512` (see the module doc).
+pub fn parse_ms(s: &str) -> Result<Vec<MItem>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        let parsed = match item.split_once("..") {
+            None => MItem::One(parse_m(item, item)?),
+            Some((a, b)) => {
+                let b = b.strip_prefix('=').unwrap_or(b);
+                let (a, b) = (parse_m(a, item)?, parse_m(b, item)?);
+                if a > b {
+                    return Err(format!("range '{item}' is empty ({a} > {b})"));
+                }
+                MItem::Range(a, b)
+            }
+        };
+        out.push(parsed);
+    }
+    Ok(out)
+}
+
+/// The M a range `[lo, hi]` runs (sorted, distinct; see the module doc).
+pub fn sample(lo: usize, hi: usize) -> Vec<usize> {
+    let mut v = vec![lo, lo + 1, hi.saturating_sub(1), hi];
+    let mut p = 1usize;
+    while p <= hi {
+        v.extend([p, p + 1]);
+        p *= 2;
+    }
+    let ratio = (hi as f64 / lo as f64).ln();
+    for i in 0..32 {
+        v.push((lo as f64 * (ratio * i as f64 / 31.0).exp()).round() as usize);
+    }
+    v.retain(|m| (lo..=hi).contains(m));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The M a list runs, and its ranges `(A, B)`.
+pub type Expanded = (Vec<usize>, Vec<(usize, usize)>);
+
+/// The M list a parsed list runs (each M once, first occurrence first: the
+/// first item's first M is the baseline) and its ranges. Err: more than
+/// [`MAX_MS`] M.
+pub fn expand(items: &[MItem]) -> Result<Expanded, String> {
+    let mut ms: Vec<usize> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut ranges = Vec::new();
+    for it in items {
+        let add = match *it {
+            MItem::One(m) => vec![m],
+            MItem::Range(a, b) => {
+                ranges.push((a, b));
+                sample(a, b)
+            }
+        };
+        for m in add {
+            if seen.insert(m) {
+                ms.push(m);
+            }
+        }
+        if ms.len() > MAX_MS {
+            return Err(format!("the M list expands to more than {MAX_MS} batch sizes"));
+        }
+    }
+    Ok((ms, ranges))
+}
+
+/// Pass/fail by M, from cells already run and cells run on demand.
+struct Status<'a> {
+    known: BTreeMap<usize, bool>,
+    subject: &'a dyn Subject,
+    vs: Option<&'a dyn Subject>,
+    opts: &'a CheckOptions,
+    content: Content,
+    /// Cells of bisected M, for the report.
+    cells: Vec<super::report::Cell>,
+    bisected: usize,
+}
+
+impl Status<'_> {
+    fn fails(&mut self, m: usize) -> Result<bool, String> {
+        if let Some(&f) = self.known.get(&m) {
+            return Ok(f);
+        }
+        let m0 = self.opts.ms[0];
+        let mut failed = false;
+        for f in &self.opts.families {
+            let relative = matches!(f, Family::Batch | Family::Anchor);
+            let o = CheckOptions {
+                families: vec![*f],
+                ms: if relative { vec![m0, m] } else { vec![m] },
+                ..self.opts.clone()
+            };
+            if relative && m == m0 {
+                continue;
+            }
+            let cells = check_cells(self.subject, self.vs, &o, self.content, &Knobs::default())?;
+            failed |= cells.iter().any(|c| c.m == m && c.verdict == Verdict::Fail);
+            self.cells.extend(cells.into_iter().filter(|c| c.m == m));
+        }
+        self.bisected += 1;
+        self.known.insert(m, failed);
+        Ok(failed)
+    }
+
+    /// `a < b` with different status: the adjacent pair where it changes.
+    fn bisect(&mut self, mut a: usize, mut b: usize) -> Result<(usize, usize), String> {
+        let sa = self.fails(a)?;
+        while b - a > 1 {
+            let mid = a + (b - a) / 2;
+            if self.fails(mid)? == sa {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        Ok((a, b))
+    }
+}
+
+/// Narrows each range's runs of failing M by bisection (module doc), adds
+/// the bisected cells to `report` and its `m_ranges`. `opts` is the check
+/// that made `report` (unsharded), `ranges` from [`expand`].
+pub fn bisect_ranges(
+    subject: &dyn Subject,
+    vs: Option<&dyn Subject>,
+    opts: &CheckOptions,
+    content: Content,
+    ranges: &[(usize, usize)],
+    report: &mut Report,
+) -> Result<(), String> {
+    let mut known: BTreeMap<usize, bool> = BTreeMap::new();
+    for c in &report.cells {
+        *known.entry(c.m).or_default() |= c.verdict == Verdict::Fail;
+    }
+    let mut st = Status {
+        known,
+        subject,
+        vs,
+        opts,
+        content,
+        cells: Vec::new(),
+        bisected: 0,
+    };
+    let mut boundaries = 0;
+    let mut results = Vec::new();
+    for &(lo, hi) in ranges {
+        let before = st.bisected;
+        let samples = sample(lo, hi);
+        let fails: Vec<bool> = samples
+            .iter()
+            .map(|m| st.known.get(m).copied().unwrap_or(false))
+            .collect();
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < samples.len() {
+            if !fails[i] {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j + 1 < samples.len() && fails[j + 1] {
+                j += 1;
+            }
+            let mut run = FailRun {
+                first: samples[i],
+                last: samples[j],
+                exact: true,
+            };
+            if i > 0 && samples[i] - samples[i - 1] > 1 {
+                if boundaries < MAX_BOUNDARIES {
+                    boundaries += 1;
+                    run.first = st.bisect(samples[i - 1], samples[i])?.1;
+                } else {
+                    run.exact = false;
+                }
+            }
+            if j + 1 < samples.len() && samples[j + 1] - samples[j] > 1 {
+                if boundaries < MAX_BOUNDARIES {
+                    boundaries += 1;
+                    run.last = st.bisect(samples[j], samples[j + 1])?.0;
+                } else {
+                    run.exact = false;
+                }
+            }
+            runs.push(run);
+            i = j + 1;
+        }
+        results.push(MRangeResult {
+            range: format!("{lo}..={hi}"),
+            sampled: samples.len(),
+            bisected: st.bisected - before,
+            runs,
+        });
+    }
+    report.cells.append(&mut st.cells);
+    report.m_ranges = results;
+    report.finish();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_and_ranges() {
+        assert_eq!(
+            parse_ms("1, 8,40..60,2..=4").unwrap(),
+            vec![MItem::One(1), MItem::One(8), MItem::Range(40, 60), MItem::Range(2, 4)]
+        );
+        assert_eq!(parse_ms("1..1").unwrap(), vec![MItem::Range(1, 1)]);
+        for (bad, want) in [
+            ("5..3", "range '5..3' is empty (5 > 3)"),
+            ("0..4", "M = 0 is out of range (1..=65536)"),
+            ("1..", "'1..' is not a batch size or a range A..B"),
+            ("x", "'x' is not a batch size or a range A..B"),
+            ("1..70000", "M = 70000 is out of range (1..=65536)"),
+        ] {
+            assert_eq!(parse_ms(bad).unwrap_err(), want, "{bad}");
+        }
+    }
+
+    #[test]
+    fn samples_edges_powers_and_log_points_within_bounds() {
+        let s = sample(1, 512);
+        for m in [1, 2, 16, 17, 511, 512] {
+            assert!(s.contains(&m), "{m}: {s:?}");
+        }
+        assert!(s.iter().any(|m| (40..=60).contains(m)), "{s:?}");
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+        assert!(sample(1, 65536).len() <= MAX_RANGE_SAMPLES);
+        assert_eq!(sample(7, 7), vec![7]);
+        let (ms, ranges) = expand(&parse_ms("64,1..4").unwrap()).unwrap();
+        assert_eq!(ms, vec![64, 1, 2, 3, 4]);
+        assert_eq!(ranges, vec![(1, 4)]);
+    }
+}
