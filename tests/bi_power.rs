@@ -20,6 +20,7 @@ fn opts(families: &[Family], ms: &[usize], k: usize, n: usize) -> CheckOptions {
         seed: 7,
         input: InType::F32,
         repeats: 3,
+        confirm: 3,
     }
 }
 
