@@ -6,6 +6,7 @@
 # prebuilt binary (no GPU feature needed: the kernel runs in the exec: runner).
 #
 #   MXBI_BIN=path/to/mxbi bash reference/device/bi_power.sh OUTDIR
+#   (MXBI_OP=matmul|linear, MXBI_K=4096, MXBI_N=4096, MXBI_MS=1,64 choose the run)
 #
 # Writes the capture OUTDIR/capture/ (committed as reference/captures/bi-power-torch-bf16,
 # replayed by tests/capture_bi_power.rs): {plain,separating}.json and .md (the reports),
@@ -23,10 +24,11 @@ export TMPDIR=${MXBI_TMP:-/dev/shm/mxbi-power}; mkdir -p "$TMPDIR"
   python3 -c 'import torch, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)'
   "$bin" --version; date -u +%Y-%m-%dT%H:%M:%SZ
 } >"$out/info.txt" 2>&1
-runner="exec:python3 $root/examples/runner_torch.py matmul bf16"
+op=${MXBI_OP:-matmul}; k=${MXBI_K:-4096}; n=${MXBI_N:-4096}; ms=${MXBI_MS:-1,64}
+runner="exec:python3 $root/examples/runner_torch.py $op bf16"
 for content in plain separating; do
   kept="$TMPDIR/kept-$content"
-  "$bin" bi run --subject "$runner" --input bf16 --family batch --m 1,64 --k 4096 --n 4096 \
+  "$bin" bi run --subject "$runner" --input bf16 --family batch --m $ms --rows 0 --k $k --n $n \
     --seed 1 --content "$content" --witness on --keep --timeout 600 \
     --json "$out/$content.json" --markdown "$out/$content.md" >"$logs/$content.log" 2>&1
   echo "$content: exit $?" >>"$out/info.txt"
@@ -44,4 +46,4 @@ rm -f "$out/rows.jsonl"
 "$bin" device info --json >"$logs/device.json" 2>"$logs/device.err" || echo '{"name": "unknown"}' >"$logs/device.json"
 python3 "$here/bi_seal.py" "$out" --suite bi-power --device "$logs/device.json" \
   --version "$("$bin" --version | awk '{print $2}')" --date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  --command "MXBI_BIN=mxbi bash reference/device/bi_power.sh OUTDIR  # torch.matmul bf16 K=N=4096, batch M 1 vs 64, --content plain|separating, --witness on"
+  --command "MXBI_BIN=mxbi MXBI_OP=$op MXBI_K=$k MXBI_N=$n MXBI_MS=$ms bash reference/device/bi_power.sh OUTDIR  # torch $op bf16 K=$k N=$n, batch M $ms, --content plain|separating, --witness on"
