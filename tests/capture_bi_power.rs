@@ -1,14 +1,17 @@
-//! The H200 power and witness capture (`reference/captures/bi-power-torch-bf16`,
-//! made by `reference/device/bi_power.sh`): torch.matmul bf16 at K = N = 4096,
-//! batch family M = 1 vs M = 64, on the plain inputs, the separating inputs
-//! and the witness. CI replays it on the CPU:
+//! The H200 power and witness captures (`reference/captures/bi-power-*`,
+//! made by `reference/device/bi_power.sh`): PyTorch bf16 GEMMs whose orders
+//! differ between two batch sizes (torch.matmul and F.linear at K = N = 4096,
+//! M = 1 vs 64; torch.matmul at K = 7168, N = 2048, M = 128 vs 256), batch
+//! family, on the plain inputs, the separating inputs and the witness. CI
+//! replays each on the CPU:
 //! - every job's A row and B are the inputs mxbi draws today (SHA-256);
-//! - the GPU's row at M = 1 is, bit for bit, `mma(k=16,f=25);split=2;out=bf16`
-//!   and at M = 64 `mma(k=16,f=25);out=bf16` (the orders the report identified
-//!   and built its witness from), on all three inputs;
-//! - the plain inputs have power 0.691 in bf16 (the report's), the separating
-//!   inputs 1.0; the witness rebuilt from its seed is the one the GPU ran, and
-//!   the kernel's two batch sizes differ on it in the report's 837 columns;
+//! - the GPU's row at the smaller M is, bit for bit,
+//!   `mma(k=16,f=25);split=2;out=bf16` and at the larger `mma(k=16,f=25);out=bf16`
+//!   (the orders the report identified and built its witness from), on all
+//!   three inputs;
+//! - the powers recompute to the reports' (plain below 0.99, separating 1.0);
+//!   the witness rebuilt from its seed is the one the GPU ran, and the
+//!   kernel's two batch sizes differ on it in the reports' columns;
 //! - a changed output digit fails the replay.
 
 mod common;
@@ -23,8 +26,6 @@ use mxbi::order::{InType, Order};
 use serde_json::Value;
 use std::path::Path;
 
-const K: usize = 4096;
-const N: usize = 4096;
 const SMALL_M: &str = "mma(k=16,f=25);split=2;out=bf16";
 const LARGE_M: &str = "mma(k=16,f=25);out=bf16";
 
@@ -32,15 +33,23 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// The shape of a capture's check: K, N and the two batch sizes.
+#[derive(Clone, Copy)]
+struct Shape {
+    k: usize,
+    n: usize,
+    ms: [u64; 2],
+}
+
 /// The model's output row (bf16 bits, 4 hex digits each) for `a` and `b`.
-fn model_row(order: &str, a: &[f32], b: &[f32]) -> String {
+fn model_row(order: &str, a: &[f32], b: &[f32], s: Shape) -> String {
     let o: Order = order.parse().unwrap();
     let p = Problem {
         a: Matrix::F32(a),
         b: Matrix::F32(b),
         m: 1,
-        n: N,
-        k: K,
+        n: s.n,
+        k: s.k,
         b_layout: BLayout::Kn,
     };
     let out = gemm(&o, &p, None).unwrap();
@@ -62,9 +71,9 @@ fn differing(x: &str, y: &str) -> usize {
         .count()
 }
 
-/// The rows of the jobs whose A row 0 and B are `a` and `b`, by M:
-/// (M = 1, M = 64); every job of one M must agree (the check's repeats).
-fn rows_of(jobs: &[Value], content: &str, a: &[f32], b: &[f32]) -> Result<(String, String), String> {
+/// The rows of the jobs whose A row 0 and B are `a` and `b`, by M (the
+/// smaller, the larger); every job of one M must agree (the check's repeats).
+fn rows_of(jobs: &[Value], content: &str, a: &[f32], b: &[f32], s: Shape) -> Result<(String, String), String> {
     let (ha, hb) = (sha256_hex(&f32_bytes(a)), sha256_hex(&f32_bytes(b)));
     let mut by_m: [Option<String>; 2] = [None, None];
     for j in jobs.iter().filter(|j| j["content"] == content) {
@@ -72,8 +81,8 @@ fn rows_of(jobs: &[Value], content: &str, a: &[f32], b: &[f32]) -> Result<(Strin
             continue;
         }
         let slot = match j["m"].as_u64() {
-            Some(1) => 0,
-            Some(64) => 1,
+            Some(m) if m == s.ms[0] => 0,
+            Some(m) if m == s.ms[1] => 1,
             m => return Err(format!("{content}: a job with M = {m:?}")),
         };
         let row = j["out_row0"].as_str().ok_or("out_row0")?.to_string();
@@ -84,7 +93,7 @@ fn rows_of(jobs: &[Value], content: &str, a: &[f32], b: &[f32]) -> Result<(Strin
     }
     match by_m {
         [Some(x), Some(y)] => Ok((x, y)),
-        _ => Err(format!("{content}: no M = 1 and M = 64 jobs with today's inputs")),
+        _ => Err(format!("{content}: no jobs of both M with today's inputs")),
     }
 }
 
@@ -94,6 +103,16 @@ fn replay(dir: &Path) -> Result<(), String> {
     let rows: Value = cap.read_json("rows.json").map_err(|e| e.to_string())?;
     let jobs = rows["jobs"].as_array().ok_or("rows.json: jobs")?;
     let report: Value = cap.read_json("separating.json").map_err(|e| e.to_string())?;
+    let o = &report["options"];
+    let shape = Shape {
+        k: o["k"].as_u64().ok_or("options.k")? as usize,
+        n: o["n"].as_u64().ok_or("options.n")? as usize,
+        ms: [
+            o["ms"][0].as_u64().ok_or("options.ms")?,
+            o["ms"][1].as_u64().ok_or("options.ms")?,
+        ],
+    };
+    let (k, n) = (shape.k, shape.n);
     let w = &report["witnesses"][0];
     if (w["base"]["order"].as_str(), w["var"]["order"].as_str()) != (Some(SMALL_M), Some(LARGE_M)) {
         return Err(format!(
@@ -103,14 +122,14 @@ fn replay(dir: &Path) -> Result<(), String> {
     }
     // the drawn inputs: the GPU's rows are the two orders' rows
     for (content, name) in [(Content::plain(), "plain"), (Content::default(), "separating")] {
-        let r = Rows::with_content(1, K, N, InType::Bf16, content);
+        let r = Rows::with_content(1, k, n, InType::Bf16, content);
         let a = r.row(0);
-        let (small, large) = rows_of(jobs, name, &a, &r.b)?;
-        if small != model_row(SMALL_M, &a, &r.b) {
-            return Err(format!("{name}: the M = 1 row is not {SMALL_M}"));
+        let (small, large) = rows_of(jobs, name, &a, &r.b, shape)?;
+        if small != model_row(SMALL_M, &a, &r.b, shape) {
+            return Err(format!("{name}: the smaller M's row is not {SMALL_M}"));
         }
-        if large != model_row(LARGE_M, &a, &r.b) {
-            return Err(format!("{name}: the M = 64 row is not {LARGE_M}"));
+        if large != model_row(LARGE_M, &a, &r.b, shape) {
+            return Err(format!("{name}: the larger M's row is not {LARGE_M}"));
         }
         let rep: Value = cap.read_json(&format!("{name}.json")).map_err(|e| e.to_string())?;
         let cell = &rep["cells"][0];
@@ -120,7 +139,7 @@ fn replay(dir: &Path) -> Result<(), String> {
         }
         // the power the report gave, recomputed (bf16: the narrowest format
         // the bytes allow, and the weakest)
-        let p = power::measure(&a, &r.b, K, N, InType::Bf16, &[Some(Format::BF16)], 1);
+        let p = power::measure(&a, &r.b, k, n, InType::Bf16, &[Some(Format::BF16)], 1);
         if (p.value - cell["power"]["value"].as_f64().unwrap_or(-1.0)).abs() > 1e-12 {
             return Err(format!("{name}: power {} vs the report's {}", p.value, cell["power"]));
         }
@@ -130,16 +149,16 @@ fn replay(dir: &Path) -> Result<(), String> {
         &SMALL_M.parse().unwrap(),
         &LARGE_M.parse().unwrap(),
         InType::Bf16,
-        K,
-        N,
+        k,
+        n,
         WitnessOptions { seed: 1, tries: 64 },
     )?;
     let wit = search.witness().ok_or("no witness rebuilt")?;
     if format!("{:016x}", wit.digest()) != w["witness"]["digest"].as_str().unwrap_or("") {
         return Err("the rebuilt witness is not the report's".into());
     }
-    let (small, large) = rows_of(jobs, "separating", &wit.a, &wit.b)?;
-    if small != model_row(SMALL_M, &wit.a, &wit.b) || large != model_row(LARGE_M, &wit.a, &wit.b) {
+    let (small, large) = rows_of(jobs, "separating", &wit.a, &wit.b, shape)?;
+    if small != model_row(SMALL_M, &wit.a, &wit.b, shape) || large != model_row(LARGE_M, &wit.a, &wit.b, shape) {
         return Err("on the witness the GPU's rows are not the two orders' rows".into());
     }
     let cols = differing(&small, &large);
@@ -150,23 +169,36 @@ fn replay(dir: &Path) -> Result<(), String> {
 }
 
 #[test]
-fn the_h200_power_capture_replays_on_the_cpu() {
-    let dir = common::committed_capture("bi-power-torch-bf16");
-    let cap = Capture::open_anchored(&dir).unwrap();
-    cap.verify_all().unwrap();
-    replay(&dir).unwrap();
-    // what the report says, in numbers
-    let plain: Value = cap.read_json("plain.json").unwrap();
-    let sep: Value = cap.read_json("separating.json").unwrap();
-    let (p, s) = (&plain["cells"][0], &sep["cells"][0]);
-    assert_eq!(
-        (p["columns_differing"].as_u64(), s["columns_differing"].as_u64()),
-        (Some(4), Some(2850))
-    );
-    assert!(p["power"]["value"].as_f64().unwrap() < power::THRESHOLD);
-    assert_eq!(s["power"]["value"].as_f64(), Some(1.0));
-    assert_eq!(sep["witnesses"][0]["outcome"], "fail");
-    assert_eq!(sep["witnesses"][0]["diff"]["columns_differing"].as_u64(), Some(837));
+fn the_h200_power_captures_replay_on_the_cpu() {
+    // capture, then columns that differ between the two M: plain inputs,
+    // separating inputs, witness
+    for (name, plain_cols, sep_cols, witness_cols) in [
+        ("bi-power-torch-bf16", 4, 2850, 837),
+        ("bi-power-torch-linear-bf16", 4, 2850, 837),
+        ("bi-power-torch-matmul-bf16-k7168", 15, 1437, 404),
+    ] {
+        let dir = common::committed_capture(name);
+        let cap = Capture::open_anchored(&dir).unwrap();
+        cap.verify_all().unwrap();
+        replay(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // what the reports say, in numbers
+        let plain: Value = cap.read_json("plain.json").unwrap();
+        let sep: Value = cap.read_json("separating.json").unwrap();
+        let (p, s) = (&plain["cells"][0], &sep["cells"][0]);
+        assert_eq!(
+            (p["columns_differing"].as_u64(), s["columns_differing"].as_u64()),
+            (Some(plain_cols), Some(sep_cols)),
+            "{name}"
+        );
+        assert!(p["power"]["value"].as_f64().unwrap() < power::THRESHOLD, "{name}");
+        assert_eq!(s["power"]["value"].as_f64(), Some(1.0), "{name}");
+        assert_eq!(sep["witnesses"][0]["outcome"], "fail", "{name}");
+        assert_eq!(
+            sep["witnesses"][0]["diff"]["columns_differing"].as_u64(),
+            Some(witness_cols),
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -198,5 +230,5 @@ fn a_changed_output_digit_fails_the_replay() {
     std::fs::write(&path, serde_json::to_vec(&rows).unwrap()).unwrap();
     common::reseal_manifest(&dir);
     let err = replay(&dir).unwrap_err();
-    assert_eq!(err, format!("separating: the M = 64 row is not {LARGE_M}"));
+    assert_eq!(err, format!("separating: the larger M's row is not {LARGE_M}"));
 }
