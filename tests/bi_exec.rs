@@ -12,7 +12,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SHAPE: [&str; 6] = ["--m", "1,2,3,5", "--k", "16", "--n", "4"];
+/// K = 64, N = 16: the smallest shape whose default (separating) inputs
+/// have power >= 0.99 in every cell here, so an agreeing cell is a
+/// `BI_PASS` (at K = 16, N = 4 it is `VACUOUS`: docs/BI.md, "Power").
+const SHAPE: [&str; 6] = ["--m", "1,2,3,5", "--k", "64", "--n", "16"];
 const ALL: &str = "switch,batch,content,position,permutation,repeat";
 
 fn runner(mode: &str) -> String {
@@ -199,7 +202,7 @@ fn a_broken_runner_is_exit_2_with_one_line_and_nothing_written() {
         ("garbage", "120", "answered job 1 with a line that is not JSON"),
         ("chatter", "120", "not JSON: \"computing job 1\""),
         ("wrong-job", "120", "answered job 2 while job 1 was asked"),
-        ("wrong-shape", "120", "shape [1, 5], expected [1, 4]"),
+        ("wrong-shape", "120", "shape [1, 17], expected [1, 16]"),
         ("wrong-dtype", "120", "dtype <f4, but the runner said f16"),
         ("close-stdout", "120", "closed its stdout before job 1"),
         ("dev-zero", "120", "job 1: /dev/zero: not a regular file"),
@@ -344,7 +347,7 @@ fn keep_keeps_the_job_files() {
     let m = a.shape()[0];
     assert_eq!(
         (a.shape(), b.shape(), c.shape()),
-        (&[m, 16][..], &[16, 4][..], &[m, 4][..])
+        (&[m, 64][..], &[64, 16][..], &[m, 16][..])
     );
 }
 
@@ -509,7 +512,7 @@ fn a_case_resolves_its_relative_paths_against_its_own_folder() {
         std::fs::write(
             &p,
             format!(
-                r#"{{"schema": "mxbi-bi-case/1", "subject": "{subject}", "vs": "model:muladd", "families": {families}, "m": {m}, "k": 16, "n": 4}}"#
+                r#"{{"schema": "mxbi-bi-case/1", "subject": "{subject}", "vs": "model:muladd", "families": {families}, "m": {m}, "k": 64, "n": 16}}"#
             ),
         )
         .unwrap();

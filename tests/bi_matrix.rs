@@ -81,9 +81,10 @@ fn seed000_flags_its_vacuity_probes_vacuous_and_their_neighbours_not() {
             assert_eq!(probe, c.id.contains("/inputs=unit/"), "{}", c.id);
             let id_id =
                 c.knobs.x1_scales == Some(ScaleKind::Identity) && c.knobs.x2_scales == Some(ScaleKind::Identity);
-            // (ID, ID) in one binade: every partial sum is exact, the
-            // contrast orders agree, a pass proves nothing; with VAR scales
-            // (the subject's own) or the usual inputs a pass counts
+            // (ID, ID) in one binade: every partial sum is exact, every
+            // order of the family agrees (power 0), a pass proves nothing;
+            // with VAR scales (the subject's own) or the usual inputs a
+            // pass counts
             let want = if probe && id_id {
                 Verdict::Vacuous
             } else {
@@ -91,7 +92,24 @@ fn seed000_flags_its_vacuity_probes_vacuous_and_their_neighbours_not() {
             };
             assert_eq!(c.verdict, want, "{preset} {}: {:?}", c.id, c.reason);
             if want == Verdict::Vacuous {
-                assert!(c.reason.as_deref().unwrap().contains("no order change could show"));
+                let reason = c.reason.as_deref().unwrap();
+                assert!(reason.starts_with("power 0.000 < 0.99 in "), "{}: {reason}", c.id);
+                let power = c.power.as_ref().expect("every cell carries its power");
+                assert_eq!(
+                    (power.value, power.pairs_agreeing),
+                    (0.0, power.orders * (power.orders - 1) / 2),
+                    "{}",
+                    c.id
+                );
+                assert!(power.orders >= 2, "{}: {power:?}", c.id);
+            } else if c.knobs.x1_scales != Some(ScaleKind::Varying) && c.knobs.x2_scales != Some(ScaleKind::Varying) {
+                // a pass counts only with power (VAR scales are the subject's own: reported, not judged)
+                assert!(
+                    c.power.as_ref().is_some_and(|p| p.sufficient()),
+                    "{}: {:?}",
+                    c.id,
+                    c.power
+                );
             }
         }
         assert_eq!(r.count(Verdict::Vacuous), 5, "{preset}");

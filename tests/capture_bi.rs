@@ -40,6 +40,9 @@ fn replay(dir: &Path, tmp: &TempDir, tag: &str) -> Value {
         .args(["bi", "run", "--subject"])
         .arg(format!("dump:{}", dir.join("dump").display()))
         .args(args_of(dir))
+        // the dumps were generated (`bi gen`) before the separating content
+        // existed, from the plain drawing: their jobs are those inputs
+        .args(["--content", "plain"])
         .arg("--json")
         .arg(&json)
         .output()
@@ -80,15 +83,38 @@ fn cells(report: &Value) -> BTreeMap<String, (String, u64, u64, u64, u64)> {
         .collect()
 }
 
+/// Per cell id: the replayed cell's power (a missing one reads as 1).
+fn powers(report: &Value) -> BTreeMap<String, f64> {
+    report["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["power"]["value"].as_f64().unwrap_or(1.0),
+            )
+        })
+        .collect()
+}
+
 /// Ok when the two reports have the same cells with the same verdicts and
-/// counts; else the first differences.
+/// counts; else the first differences. The captures were recorded before
+/// cells had a power: a recorded `BI_PASS` that replays as `VACUOUS` with
+/// power below 0.99 and the same counts (nothing differs, the plain inputs
+/// just could not show an order change) is the one change accepted.
 fn same_cells(recorded: &Value, replayed: &Value) -> Result<usize, String> {
     let (a, b) = (cells(recorded), cells(replayed));
+    let power = powers(replayed);
     let mut diffs = Vec::new();
     for (id, r) in &a {
         match b.get(id) {
             Some(x) if x == r => {}
-            Some(x) => diffs.push(format!("{id}: recorded {r:?}, replayed {x:?}")),
+            Some(x)
+                if (r.0.as_str(), x.0.as_str()) == ("BI_PASS", "VACUOUS")
+                    && (r.1, r.2, r.3, r.4) == (x.1, x.2, x.3, x.4)
+                    && power[id] < 0.99 => {}
+            Some(x) => diffs.push(format!("{id}: recorded {r:?}, replayed {x:?} (power {})", power[id])),
             None => diffs.push(format!("{id}: recorded, not replayed")),
         }
     }

@@ -56,7 +56,11 @@ def test_a_switch_at_m_8_is_found_and_shrunk_to_m_9(found):
     assert f.describe.startswith("batch m=9 (baseline ")
     # the explainer names both orders from the bytes alone
     text = "\n".join(f.explanation)
-    assert "the variant row is fma;split=2" in text and "fix:" in text, text
+    # the kernel sums muladd;split=2 above M = 8; on a shrunk row of a few
+    # terms fma;split=2 may give the same bytes, so either is named (as in
+    # tests/fuzz_cli.rs)
+    assert ("the variant row is fma;split=2" in text or "the variant row is muladd;split=2" in text), text
+    assert "fix:" in text, text
     # the files the CLI writes
     assert (out / "minimal.json").read_text() == f.case_json
     assert (out / "fuzz.json").read_text() == r.to_json()

@@ -21,11 +21,11 @@ def split_k_by_m(a, b):
     return muladd(a[:, :h], b[:h]) + muladd(a[:, h:], b[h:])
 
 def test_invariant(mxbi_bi):
-    r = mxbi_bi.check(muladd, families=["batch", "position"], k=64, n=4, m=[1, 3, 8])
+    r = mxbi_bi.check(muladd, families=["batch", "position"], k=64, n=16, m=[1, 3, 8])
     assert r.passed
 
 def test_split(mxbi_bi):
-    mxbi_bi.check(split_k_by_m, families=["batch"], k=64, n=4, m=[1, 3, 8])
+    mxbi_bi.check(split_k_by_m, families=["batch"], k=64, n=16, m=[1, 3, 8])
 '''
 
 
@@ -37,12 +37,12 @@ def test_the_fixture_fails_the_test_with_the_verdict_table(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*mxbi: the batch-invariance check of python:split_k_by_m did not pass (the CLI would exit 1)*",
-        "BI_FAIL  batch/m=8/k=64/n=4/row=0: 1 of 1 rows*",
+        "BI_FAIL  batch/m=8/k=64/n=16/row=0: 1 of 1 rows*",
         "# Batch invariance: `python:split_k_by_m`",
-        "*| 3 | 64 | 4 | 0 | BI_PASS |*",
-        "*| 8 | 64 | 4 | 0 | *BI_FAIL* |*",
+        "*| 3 | 64 | 16 | 0 | BI_PASS | 0.9* (f32) |*",
+        "*| 8 | 64 | 16 | 0 | *BI_FAIL* |*",
         "explanation:",
-        "batch/m=8/k=64/n=4/row=0: at M=1 the kernel runs muladd; at M=8 it runs muladd;split=2",
+        "batch/m=8/k=64/n=16/row=0: at M=1 the kernel runs muladd; at M=8 it runs muladd;split=2",
     ])
     files = sorted(p.name for p in reports.iterdir())
     assert files == ["test_kernels.py_test_invariant.json", "test_kernels.py_test_split.json"]

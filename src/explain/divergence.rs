@@ -79,19 +79,22 @@ pub struct ChunkUlp {
     pub max_ulp: u64,
 }
 
-/// Distance between two f32 values in ULP (steps between their bit
-/// patterns on the ordered line; +0 and -0 are 0 apart when equal in
-/// value). NaN against anything else: u64::MAX; two NaN: 0.
+/// Distance between two f32 values in ULP: steps between their bit
+/// patterns on the ordered line, counted as the checker's reports count
+/// them (`bi::verdict`, a cell's `max_ulp`), so an explanation of a cell
+/// gives the cell's figure: -0 is one step below +0, so two values of
+/// opposite signs are one step further apart than their magnitudes add up
+/// to. NaN against anything else: u64::MAX; two NaN: 0.
 pub fn ulp_distance(a: f32, b: f32) -> u64 {
     if a.is_nan() || b.is_nan() {
         return if a.is_nan() && b.is_nan() { 0 } else { u64::MAX };
     }
     let ord = |x: f32| -> i64 {
-        let b = x.to_bits() as i32 as i64;
-        if b < 0 {
-            -(b & 0x7FFF_FFFF)
+        let b = x.to_bits();
+        if b >> 31 == 1 {
+            -((b & 0x7FFF_FFFF) as i64) - 1
         } else {
-            b
+            b as i64
         }
     };
     (ord(a) - ord(b)).unsigned_abs()
@@ -358,8 +361,10 @@ mod tests {
     fn ulp_distance_counts_steps() {
         assert_eq!(ulp_distance(1.0, 1.0), 0);
         assert_eq!(ulp_distance(1.0, f32::from_bits(1.0f32.to_bits() + 3)), 3);
-        assert_eq!(ulp_distance(0.0, -0.0), 0);
-        assert_eq!(ulp_distance(f32::from_bits(1), -f32::from_bits(1)), 2);
+        // as bi::verdict counts them: -0 is one step below +0
+        assert_eq!(ulp_distance(0.0, -0.0), 1);
+        assert_eq!(ulp_distance(f32::from_bits(1), -f32::from_bits(1)), 3);
+        assert_eq!(ulp_distance(-1.0, -f32::from_bits(1.0f32.to_bits() + 2)), 2);
         assert_eq!(ulp_distance(f32::NAN, 1.0), u64::MAX);
     }
 
