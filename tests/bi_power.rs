@@ -8,7 +8,7 @@ use mxbi::bi::power::{self, THRESHOLD};
 use mxbi::bi::{check, check_content, CheckOptions, Content, ContentClass, Family, Report, RowPos, Rows, Verdict};
 use mxbi::format::Format;
 use mxbi::order::InType;
-use mxbi::subject::{Dispatch, Model};
+use mxbi::subject::{Dispatch, Model, Subject};
 
 fn opts(families: &[Family], ms: &[usize], k: usize, n: usize) -> CheckOptions {
     CheckOptions {
@@ -189,4 +189,44 @@ fn power_is_in_every_report_format() {
         junit.contains(r#"<property name="power_output" value="bf16"/>"#),
         "{junit}"
     );
+}
+
+/// An FP8-style kernel: A scaled by 448 / the batch's amax, rounded to f16,
+/// multiplied, scaled back. Its rows depend on the other rows' largest
+/// value.
+struct AmaxScaled;
+
+impl mxbi::subject::Subject for AmaxScaled {
+    fn name(&self) -> String {
+        "test:amax-scaled".into()
+    }
+
+    fn run(&self, p: &mxbi::gemm::Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, mxbi::subject::SubjectError> {
+        let mxbi::gemm::Matrix::F32(a) = p.a else {
+            unreachable!("the checker hands f32 values")
+        };
+        let amax = a.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let s = 448.0 / amax;
+        let q: Vec<f32> = a.iter().map(|x| half::f16::from_f32(x * s).to_f32()).collect();
+        let scaled = mxbi::gemm::Problem {
+            a: mxbi::gemm::Matrix::F32(&q),
+            ..*p
+        };
+        let out = Model::new("fma".parse().unwrap()).run(&scaled, rows)?;
+        Ok(out.iter().map(|x| x / s).collect())
+    }
+}
+
+#[test]
+fn a_kernel_scaled_by_the_batch_amax_fails_the_content_family() {
+    // the separating content's big values are shared powers of two times a
+    // factor per row: other rows move the batch's amax
+    let r = check(
+        &AmaxScaled,
+        None,
+        &opts(&[Family::Content], &[2, 9], 1024, 64),
+        &|_, _| {},
+    )
+    .unwrap();
+    assert!(r.count(Verdict::Fail) >= 4, "{}", r.summary_line());
 }

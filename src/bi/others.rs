@@ -279,12 +279,12 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&c).unwrap(),
-            r#"{"class":"plain","others":"zero-beside"}"#
+            r#"{"class":"separating","others":"zero-beside"}"#
         );
         // the default is omitted: old case files keep their bytes
         assert_eq!(
             serde_json::to_string(&Content::default()).unwrap(),
-            r#"{"class":"plain"}"#
+            r#"{"class":"separating"}"#
         );
         let back: Content = serde_json::from_str(r#"{"class":"plain"}"#).unwrap();
         assert_eq!(back.others, Others::Drawn);

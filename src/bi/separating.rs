@@ -6,7 +6,8 @@
 //! Every K position is either *big* (about one in four, at least two) or
 //! *small*, the same for every row and every column.
 //! - **A.** At a big position every row holds the same power of two,
-//!   `s_k 2^e_k` (`e_k` near the top of the input type's range); at a small
+//!   `s_k 2^e_k` (`e_k` near the top of the input type's range), times the
+//!   row's own factor (a sign, 2^-1 and a significand); at a small
 //!   position each row holds its own random value near the bottom of the
 //!   range (all significand bits of the type, an exponent offset per
 //!   32-wide block of K: magnitudes that depend on the K position).
@@ -24,8 +25,9 @@
 //! lose different bits, and with gaps above 16 + log2(K)/2 binades the
 //! losses are as large as the result itself, so they survive a bf16, f16
 //! or FP8 output. Smaller gaps separate the orders an f32 output can tell
-//! apart. Because big positions hold the same value in every row, every
-//! row's pairs cancel: every row has the power, not only the target.
+//! apart. Because big positions hold the same value in every row up to the
+//! row's factor, every row's pairs cancel: every row has the power, not
+//! only the target.
 //!
 //! Every value is exact in the input type and finite; a function of the
 //! seed, the row id (A) and the column (B) only.
@@ -143,12 +145,25 @@ impl Separating {
         value(r.next_u32() & 1 == 1, e, frac, g.mbits)
     }
 
-    /// Row `id` of A (`K` values).
+    /// Row `id` of A (`K` values). The row's big values are the shared
+    /// powers of two times the row's own factor `t 2^-1 m` (a sign and a
+    /// significand of the type's bits): a pair's two
+    /// products scale alike, so they still cancel exactly, while the rows'
+    /// largest values differ (a kernel that scales by the batch's amax sees
+    /// other rows change).
     pub(super) fn a_row(&self, id: u64) -> Vec<f32> {
+        let g = self.range;
+        let mut f = SplitMix64::for_item(self.seed ^ 0x0B16_5CA1, id);
+        let flip = f.next_u32() & 1 == 1;
+        // one binade down: a significand times the type's top binade may
+        // pass its largest value (e4m3: 1.875 x 2^8)
+        let shift = 1;
+        let frac = f.next_u32() & ((1u32 << g.mbits) - 1) & !((1u32 << (g.mbits - g.kept)) - 1);
+        let factor = value(false, 0, frac, g.mbits);
         let mut r = SplitMix64::for_item(self.seed ^ 0xA5E9_0000, id);
         (0..self.k)
             .map(|kk| match self.big[kk] {
-                Some((neg, e)) => pow2(neg, e),
+                Some((neg, e)) => pow2(neg ^ flip, e - shift) * factor,
                 None => self.small(&mut r, kk),
             })
             .collect()

@@ -68,7 +68,9 @@ impl FuzzCase {
             seed: self.seed,
             input: self.input,
             repeats: REPEATS,
-            confirm: crate::bi::DEFAULT_CONFIRM,
+            // the fuzzer confirms a failure by replaying the whole case
+            // (`--confirm`), not cell by cell
+            confirm: 0,
         }
     }
 
