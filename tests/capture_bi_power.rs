@@ -173,9 +173,9 @@ fn the_h200_power_captures_replay_on_the_cpu() {
     // capture, then columns that differ between the two M: plain inputs,
     // separating inputs, witness
     for (name, plain_cols, sep_cols, witness_cols) in [
-        ("bi-power-torch-bf16", 4, 2850, 837),
-        ("bi-power-torch-linear-bf16", 4, 2850, 837),
-        ("bi-power-torch-matmul-bf16-k7168", 15, 1437, 404),
+        ("bi-power-torch-bf16", 4, 2711, 837),
+        ("bi-power-torch-linear-bf16", 4, 2711, 837),
+        ("bi-power-torch-matmul-bf16-k7168", 15, 1373, 404),
     ] {
         let dir = common::committed_capture(name);
         let cap = Capture::open_anchored(&dir).unwrap();
@@ -207,7 +207,8 @@ fn a_changed_output_digit_fails_the_replay() {
     let dir = common::copy_capture("bi-power-torch-bf16", tmp.path());
     let path = dir.join("rows.json");
     let mut rows: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    // the separating M = 64 row (both runs of it): column 1 changed in its
+    // the separating M = 64 row (every run of it: repeats, confirmation):
+    // column 1 changed in its
     // last bit
     let jobs = rows["jobs"].as_array_mut().unwrap();
     let b = jobs
@@ -226,7 +227,7 @@ fn a_changed_output_digit_fails_the_replay() {
         job["out_row0"] = Value::String(row);
         changed += 1;
     }
-    assert_eq!(changed, 2);
+    assert!(changed >= 2, "{changed}");
     std::fs::write(&path, serde_json::to_vec(&rows).unwrap()).unwrap();
     common::reseal_manifest(&dir);
     let err = replay(&dir).unwrap_err();
