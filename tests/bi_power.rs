@@ -8,7 +8,7 @@ use mxbi::bi::power::{self, THRESHOLD};
 use mxbi::bi::{check, check_content, CheckOptions, Content, ContentClass, Family, Report, RowPos, Rows, Verdict};
 use mxbi::format::Format;
 use mxbi::order::InType;
-use mxbi::subject::{Dispatch, Model, Subject};
+use mxbi::subject::{Dispatch, Model};
 
 fn opts(families: &[Family], ms: &[usize], k: usize, n: usize) -> CheckOptions {
     CheckOptions {
