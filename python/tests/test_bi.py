@@ -188,9 +188,9 @@ def test_a_nondeterministic_kernel_is_non_det_and_fails_only_when_strict():
 
 
 def test_switch_against_a_model():
-    same = mxbi.bi.check(muladd, families=["switch"], k=48, n=4, m=[3, 8], vs="model:muladd")
+    same = mxbi.bi.check(muladd, families=["switch"], k=64, n=16, m=[3, 8], vs="model:muladd")
     assert same.passed and same.vs == "model:muladd"
-    other = mxbi.bi.check(muladd, families=["switch"], k=48, n=4, m=[3, 8], vs="model:fma")
+    other = mxbi.bi.check(muladd, families=["switch"], k=64, n=16, m=[3, 8], vs="model:fma")
     assert not other.passed
 
 
