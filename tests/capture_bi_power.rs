@@ -120,10 +120,30 @@ fn replay(dir: &Path) -> Result<(), String> {
             w["base"]["order"], w["var"]["order"]
         ));
     }
+    // every job's inputs, as (A row 0, B) digests, once recognised
+    let mut known: Vec<(String, String)> = Vec::new();
+    let digests = |a: &[f32], b: &[f32]| (sha256_hex(&f32_bytes(a)), sha256_hex(&f32_bytes(b)));
     // the drawn inputs: the GPU's rows are the two orders' rows
     for (content, name) in [(Content::plain(), "plain"), (Content::default(), "separating")] {
         let r = Rows::with_content(1, k, n, InType::Bf16, content);
         let a = r.row(0);
+        known.push(digests(&a, &r.b));
+        // the input-dependence probe's batch: the smaller M's batch negated
+        let neg: Vec<f32> = a.iter().map(|x| -x).collect();
+        let (hn, hb) = digests(&neg, &r.b);
+        let expected = model_row(SMALL_M, &neg, &r.b, shape);
+        for j in jobs
+            .iter()
+            .filter(|j| j["content"] == name && j["a_row0_sha256"] == hn.as_str())
+        {
+            if j["b_sha256"] != hb.as_str()
+                || j["m"].as_u64() != Some(shape.ms[0])
+                || j["out_row0"] != expected.as_str()
+            {
+                return Err(format!("{name}: the negated probe batch is not {SMALL_M} on -A"));
+            }
+        }
+        known.push((hn, hb));
         let (small, large) = rows_of(jobs, name, &a, &r.b, shape)?;
         if small != model_row(SMALL_M, &a, &r.b, shape) {
             return Err(format!("{name}: the smaller M's row is not {SMALL_M}"));
@@ -157,6 +177,7 @@ fn replay(dir: &Path) -> Result<(), String> {
     if format!("{:016x}", wit.digest()) != w["witness"]["digest"].as_str().unwrap_or("") {
         return Err("the rebuilt witness is not the report's".into());
     }
+    known.push(digests(&wit.a, &wit.b));
     let (small, large) = rows_of(jobs, "separating", &wit.a, &wit.b, shape)?;
     if small != model_row(SMALL_M, &wit.a, &wit.b, shape) || large != model_row(LARGE_M, &wit.a, &wit.b, shape) {
         return Err("on the witness the GPU's rows are not the two orders' rows".into());
@@ -164,6 +185,16 @@ fn replay(dir: &Path) -> Result<(), String> {
     let cols = differing(&small, &large);
     if Some(cols as u64) != w["diff"]["columns_differing"].as_u64() {
         return Err(format!("witness: {cols} columns differ, the report says {}", w["diff"]));
+    }
+    // nothing in the capture goes unchecked
+    for j in jobs {
+        let pair = (
+            j["a_row0_sha256"].as_str().unwrap_or(""),
+            j["b_sha256"].as_str().unwrap_or(""),
+        );
+        if !known.iter().any(|(a, b)| (a.as_str(), b.as_str()) == pair) {
+            return Err(format!("{}: inputs the replay does not know", j["job"]));
+        }
     }
     Ok(())
 }
