@@ -9,6 +9,8 @@
 //! - A square holding several cells (a matrix whose columns do not split
 //!   them) shows the worst verdict: BI_FAIL, NON_DET, ERROR, VACUOUS,
 //!   BI_PASS; its tooltip lists every cell.
+//! - The legend ends with the report's explanations (`bi::explanation`,
+//!   one text line each), so a failing heatmap says why it failed.
 
 use super::grid::Grid;
 use super::report::Report;
@@ -42,6 +44,8 @@ const SQUARE: usize = 12;
 const GAP: usize = 2;
 /// Approximate advance of one character at the label font size.
 const CHAR_W: usize = 7;
+/// Height of one legend line.
+const LINE: usize = 14;
 const FONT: &str = "font-family:monospace;font-size:11px";
 
 fn text(x: usize, y: usize, s: &str) -> Text {
@@ -61,10 +65,14 @@ pub fn heatmap(report: &Report) -> String {
         .iter()
         .map(|v| SQUARE + 18 + format!("{} ({})", v.name(), report.count(*v)).len() * CHAR_W)
         .sum();
+    // the legend's explanation lines: why each failing family failed
+    let why: Vec<String> = report.explanations.iter().flat_map(|e| e.lines()).collect();
+    let why_w = why.iter().map(|l| l.chars().count()).max().unwrap_or(0) * CHAR_W + 8;
     let width = (x0 + grid.cols.len() * step + 20)
         .max(legend_w + 8)
-        .max(report.summary_line().len() * CHAR_W + 8);
-    let height = legend_y + 30;
+        .max(report.summary_line().len() * CHAR_W + 8)
+        .max(why_w);
+    let height = legend_y + 30 + why.len() * LINE;
 
     let title = format!("Batch invariance: {}", report.subject);
     let mut doc = Document::new()
@@ -143,6 +151,9 @@ pub fn heatmap(report: &Report) -> String {
             )
             .add(text(x + SQUARE + 4, legend_y + SQUARE - 2, &label));
         x += SQUARE + 4 + label.len() * CHAR_W + 14;
+    }
+    for (i, l) in why.iter().enumerate() {
+        legend = legend.add(text(4, legend_y + SQUARE + 16 + i * LINE, l));
     }
     doc = doc.add(legend);
     let mut s = doc.to_string();

@@ -9,6 +9,10 @@
 //!   (a different verdict, or different bytes, is an error naming both).
 //! - Controls are unioned by (family, subject, cell); two inputs holding the
 //!   same control must agree on it.
+//! - Witnesses are unioned by cell. Explanations: per family, the shards'
+//!   explanation of the family's first failing cell in the merged order is
+//!   kept, counting the failing cells of every shard's explanations of that
+//!   family (a shard sees only its own cells).
 //! - The result is re-summarised and in the canonical order, so it equals
 //!   the unsharded report byte for byte; its shard, if the format has one,
 //!   is null.
@@ -18,7 +22,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The fields that differ between shards of one check.
-const PER_SHARD: [&str; 4] = ["cells", "controls", "summary", "shard"];
+const PER_SHARD: [&str; 6] = ["cells", "controls", "summary", "shard", "witnesses", "explanations"];
 
 fn header(r: &Report) -> Result<serde_json::Map<String, Value>, String> {
     match serde_json::to_value(r).map_err(|e| e.to_string())? {
@@ -106,5 +110,36 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report, String> {
     merged.cells = cells.into_values().map(|(_, c)| c).collect();
     merged.controls = controls.into_iter().map(|(_, c)| c).collect();
     merged.finish();
+    let mut witnesses: Vec<super::witness::CellWitness> = Vec::new();
+    for (_, r) in inputs {
+        for w in &r.witnesses {
+            if !witnesses.iter().any(|x| x.cell == w.cell) {
+                witnesses.push(w.clone());
+            }
+        }
+    }
+    merged.witnesses = witnesses;
+    merged.explanations = merge_explanations(inputs, &merged.cells);
     Ok(merged)
+}
+
+/// Per family, the explanation of its first failing cell in `cells`'
+/// order, counting every shard's failing cells of that family.
+fn merge_explanations(inputs: &[(String, Report)], cells: &[Cell]) -> Vec<super::explanation::Explanation> {
+    let all: Vec<&super::explanation::Explanation> = inputs.iter().flat_map(|(_, r)| &r.explanations).collect();
+    let at = |id: &str| cells.iter().position(|c| c.id == id).unwrap_or(usize::MAX);
+    let mut out: Vec<super::explanation::Explanation> = Vec::new();
+    for e in &all {
+        if out.iter().any(|o| o.family == e.family) {
+            continue;
+        }
+        let same: Vec<&&super::explanation::Explanation> = all.iter().filter(|x| x.family == e.family).collect();
+        if let Some(first) = same.iter().min_by_key(|x| at(&x.cell)) {
+            let mut kept = (**first).clone();
+            kept.failing_cells = same.iter().map(|x| x.failing_cells).sum();
+            out.push(kept);
+        }
+    }
+    out.sort_by_key(|e| at(&e.cell));
+    out
 }

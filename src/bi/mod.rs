@@ -38,6 +38,10 @@
 //!   are known (declared by the subject, or identified from its bytes) and
 //!   differ, the subject runs on an input built to separate them; its
 //!   bytes differing there makes the cell `BI_FAIL` with the witness.
+//! - **Explanations** ([`explanation`]): a report carries, for each
+//!   failing family, its first failing cell explained (each side's order,
+//!   the first diverging node, the mechanism, the fix), filled in at the
+//!   edge where the cell can be re-run.
 //! - **Positive control.** Every run also checks, per family, a control
 //!   subject built to break that family; if the control does not fail, the
 //!   run is invalid and says so.
@@ -53,6 +57,7 @@ mod case;
 mod confirm;
 mod content;
 mod depends;
+pub mod explanation;
 mod family;
 mod grid;
 mod heatmap;
@@ -73,6 +78,7 @@ pub use case::{
 };
 pub use confirm::{NonDetRate, DEFAULT_CONFIRM, MAX_CONFIRM};
 pub use content::{Content, ContentClass};
+pub use explanation::{Explanation, Known, SideStory, EXPLANATION_SCHEMA};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;

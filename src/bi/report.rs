@@ -2,6 +2,7 @@
 //! JSON (`mxbi-bi-report/1`), a Markdown table and a terminal summary.
 
 use super::case::Standard;
+use super::explanation::Explanation;
 use super::family::Family;
 use super::grid::{knob_text, settings, sort_cells};
 use super::inputs::Draw;
@@ -183,6 +184,12 @@ pub struct Report {
     /// are known and differ (`bi::witness`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub witnesses: Vec<super::witness::CellWitness>,
+    /// Why each failing family failed: its first failing cell explained
+    /// (one per distinct pair of declared orders; `bi::explanation`,
+    /// docs/BI.md "Explanations in the report"). Empty when no cell failed
+    /// or with `--no-explain`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<Explanation>,
     pub summary: Summary,
 }
 
@@ -220,6 +227,7 @@ impl Report {
             cells,
             controls,
             witnesses: Vec::new(),
+            explanations: Vec::new(),
         };
         r.finish();
         r
@@ -284,6 +292,17 @@ impl Report {
         }
         for r in &self.m_ranges {
             let _ = writeln!(s, "{}.\n", r.line());
+        }
+        if !self.explanations.is_empty() {
+            let _ = writeln!(s, "## Why it failed\n");
+            for e in &self.explanations {
+                let l = e.lines();
+                let _ = writeln!(s, "- **{}**", l[0].replace('|', "\\|"));
+                for x in &l[1..] {
+                    let _ = writeln!(s, "  - {}", x.trim_start());
+                }
+            }
+            s.push('\n');
         }
         let mut families: Vec<Family> = self.cells.iter().map(|c| c.family).collect();
         families.dedup();
@@ -398,12 +417,14 @@ impl Report {
                         Some(NonSuccessKind::Failure),
                         "BI_FAIL",
                         format!(
-                            "{} of {} rows, {} bytes, {} columns differ, max {} ulp",
+                            "{} of {} rows, {} bytes, {} columns differ, max {} ulp{}",
                             c.diff.rows_differing,
                             c.diff.rows,
                             c.diff.bytes_differing,
                             c.diff.columns_differing,
-                            c.diff.max_ulp
+                            c.diff.max_ulp,
+                            self.explanation_of(c)
+                                .map_or(String::new(), |e| format!("\n{}", e.lines().join("\n")))
                         ),
                     ),
                     Verdict::NonDet if strict => non_success(Some(NonSuccessKind::Failure), "NON_DET", reason),
@@ -415,6 +436,21 @@ impl Report {
                 if let Some(p) = &c.power {
                     tc.add_property(quick_junit::Property::new("power", format!("{:.6}", p.value)));
                     tc.add_property(quick_junit::Property::new("power_output", p.output.clone()));
+                }
+                if let Some(e) = self.explanation_of(c).filter(|_| c.verdict == Verdict::Fail) {
+                    let prop = |k: &str, v: String| quick_junit::Property::new(k, v);
+                    tc.add_property(prop("explanation", e.headline()));
+                    for (k, s) in [("explanation.base", &e.base), ("explanation.variant", &e.variant)] {
+                        if let Some(s) = s {
+                            tc.add_property(prop(k, s.order_words()));
+                        }
+                    }
+                    if let Some(n) = &e.first_node {
+                        tc.add_property(prop("explanation.first_node", n.clone()));
+                    }
+                    for f in &e.fixes {
+                        tc.add_property(prop("explanation.fix", f.clone()));
+                    }
                 }
                 suite.add_test_case(tc);
             }
@@ -441,6 +477,15 @@ impl Report {
         r.add_test_suite(suite);
         r.to_string()
             .unwrap_or_else(|e| format!("<!-- junit serialisation failed: {e} -->"))
+    }
+
+    /// The explanation covering a failing cell: the one that explains it,
+    /// else the first of its family (None: its family has none).
+    pub fn explanation_of(&self, c: &Cell) -> Option<&Explanation> {
+        self.explanations
+            .iter()
+            .find(|e| e.cell == c.id)
+            .or_else(|| self.explanations.iter().find(|e| e.family == c.family))
     }
 
     /// One line: counts per verdict and validity.
@@ -490,6 +535,14 @@ impl Report {
                 let _ = write!(s, ": {r}");
             }
             s.push('\n');
+        }
+        if !self.explanations.is_empty() {
+            s.push_str("why:\n");
+            for e in &self.explanations {
+                for l in e.lines() {
+                    let _ = writeln!(s, "  {l}");
+                }
+            }
         }
         if let Some(a) = &self.accuracy {
             s.push_str(&a.line());

@@ -344,6 +344,19 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     let rows = crate::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
     crate::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
     dump_gen::mark_replayed_repeats(spec, &mut report);
+    if !a.out.no_explain {
+        let knobs = crate::subject::Knobs::default();
+        let setup = super::explain_cell::CellSetup {
+            subject: subject.subject.as_ref(),
+            vs: vs.as_ref().map(|v| v.subject.as_ref()),
+            spec,
+            vs_spec: a.vs.as_deref(),
+            knobs: &knobs,
+            opts: &opts,
+            content,
+        };
+        super::bi_explain::explain_failures(&mut report, &setup);
+    }
     emit(&report, &a.out)
 }
 

@@ -89,6 +89,20 @@ pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
         name: case.name.clone(),
         standard: case.standard.clone(),
     });
+    if !out.no_explain {
+        let spec = resolve_spec(&case.subject, base);
+        let knobs = case.knobs.unwrap_or_default();
+        let setup = super::explain_cell::CellSetup {
+            subject: subject.subject.as_ref(),
+            vs: vs.as_ref().map(|v| v.subject.as_ref()),
+            spec: &spec,
+            vs_spec: vs_spec.as_deref(),
+            knobs: &knobs,
+            opts: &opts,
+            content: case.content.unwrap_or_default(),
+        };
+        super::bi_explain::explain_failures(&mut report, &setup);
+    }
     emit(&report, out)
 }
 

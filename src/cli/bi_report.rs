@@ -26,6 +26,11 @@ pub struct ReportArgs {
     /// NON_DET and ERROR cells also fail the run (exit 1).
     #[arg(long)]
     pub strict: bool,
+    /// Skip the explanations: by default each failing family's first
+    /// failing cell is re-run and explained (its two orders, the first
+    /// diverging node, the fix; docs/BI.md "Explanations in the report").
+    #[arg(long)]
+    pub no_explain: bool,
 }
 
 /// A progress bar on stderr when stderr is a terminal; hidden otherwise
@@ -183,6 +188,7 @@ pub fn merge_reports(a: MergeArgs) -> Result<Outcome> {
             junit: a.junit,
             svg: a.svg,
             strict: a.strict,
+            no_explain: true,
         },
     )
 }

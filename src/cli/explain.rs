@@ -287,7 +287,7 @@ fn parse_varies(s: Option<&str>) -> Result<Varies> {
     }
 }
 
-fn read_dispatch(p: &Path) -> Result<Vec<Order>> {
+pub(super) fn read_dispatch(p: &Path) -> Result<Vec<Order>> {
     let len = std::fs::metadata(p)
         .map_err(|e| CliError(format!("dispatch table {}: {e}", p.display())))?
         .len();
@@ -315,7 +315,7 @@ fn identity_json(id: &RowIdentity) -> Value {
 
 pub fn explain(x: ExplainArgs) -> Result<Outcome> {
     if let (Some(case), Some(cell)) = (&x.case, &x.cell) {
-        return explain_cell(&x, case, cell);
+        return super::explain_cell::explain_case_cell(&x, case, cell);
     }
     let ops = load_operands(&x)?;
     let varies = parse_varies(x.varies.as_deref())?;
@@ -340,7 +340,13 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         .transpose()?
         .unwrap_or_default();
     let p = ops.problem();
-    let (json, text, ok, across) = report(
+    let Reported {
+        rows: json,
+        text,
+        ok,
+        across,
+        ..
+    } = report(
         &p,
         &rows,
         &observed,
@@ -373,17 +379,35 @@ fn across_json(a: &explain::AcrossRows) -> Value {
     })
 }
 
-/// The results of [`report`]: JSON rows, text, whether every row is
-/// reproduced by some order (and, over two or more rows, one order
-/// reproduces them all), and the cross-row answers as JSON.
-type Reported = (Vec<Value>, String, bool, Value);
+/// The results of [`report`].
+pub(super) struct Reported {
+    /// One JSON object per row.
+    pub rows: Vec<Value>,
+    pub text: String,
+    /// Every row is reproduced by some order (and, over two or more rows,
+    /// one order reproduces them all).
+    pub ok: bool,
+    /// The cross-row answers as JSON.
+    pub across: Value,
+    /// Per row, what was found, for reports that summarise it.
+    pub stories: Vec<RowStory>,
+}
+
+/// What [`report`] found for one row.
+pub(super) struct RowStory {
+    pub observed: RowIdentity,
+    pub vs: Option<RowIdentity>,
+    /// Both observations named: where their orders diverge, the fixes, and
+    /// the K prefix over which they agree (terms k < this).
+    pub diff: Option<(explain::TreeDiff, Vec<explain::Fix>, Option<usize>)>,
+}
 
 /// Identifies `rows` of `observed` (and of `vs`), and for each row with
 /// two observations diffs their orders; over two or more rows, one
 /// headline per observation first: the order that reproduces every row,
 /// or that none does ([`explain::across_rows`]).
 #[allow(clippy::too_many_arguments)]
-fn report(
+pub(super) fn report(
     p: &Problem,
     rows: &[usize],
     observed: &[f32],
@@ -406,6 +430,7 @@ fn report(
     let ops_k = k;
     let mut all_explained = true;
     let mut json_rows = Vec::new();
+    let mut stories = Vec::new();
     let mut text = String::new();
     // one headline per observation over two or more rows
     let across = explain::across_rows(&seen, k);
@@ -426,6 +451,11 @@ fn report(
         let r = id.row;
         all_explained &= !id.matches.is_empty();
         let mut row_json = json!({"row": r, "observed": identity_json(id)});
+        let mut story = RowStory {
+            observed: id.clone(),
+            vs: other.as_ref().map(|o| o[i].clone()),
+            diff: None,
+        };
         text.push_str(&format!("observed {id}\n"));
         if exactness {
             let family: Vec<Order> = cands.iter().map(|c| c.order).collect();
@@ -492,6 +522,10 @@ fn report(
                 for f in &fixes {
                     text.push_str(&format!("  fix: {f}\n"));
                 }
+                let agree = prof
+                    .iter()
+                    .find(|c| c.differ > 0)
+                    .map(|_| prof.iter().take_while(|c| c.differ == 0).last().map_or(0, |c| c.k_end));
                 row_json["divergence"] = json!({
                     "left": lo.to_string(),
                     "right": ro.to_string(),
@@ -504,261 +538,21 @@ fn report(
                     "k_profile": prof,
                     "fixes": fixes.iter().map(|f| json!({"fix": f, "words": f.to_string()})).collect::<Vec<_>>(),
                 });
+                story.diff = Some((diff, fixes, agree));
             } else {
                 row_json["divergence"] = Value::Null;
             }
         }
         json_rows.push(row_json);
+        stories.push(story);
     }
-    Ok((json_rows, text, all_explained, across_value))
-}
-
-/// Resolves a relative `dispatch:` path of a case against the case's folder.
-fn resolve_spec(spec: &str, base: &Path) -> String {
-    match spec.split_once(':') {
-        Some(("dispatch", p)) if Path::new(p).is_relative() => format!("dispatch:{}", base.join(p).display()),
-        _ => spec.to_string(),
-    }
-}
-
-/// A row id of the checker's batches: the target row is id 0, the others
-/// come from set A (0) or B (1) by index (the checker's own numbering).
-fn other_id(set: u64, j: usize) -> u64 {
-    1 + (set << 40) + j as u64
-}
-
-/// The checker's batch of M rows with the target at `at`.
-fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
-    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
-    ids.insert(at, 0);
-    ids
-}
-
-/// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
-/// case's subject, and the target row's two observations explained.
-fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
-    use crate::bi::{Family, RowPos, Rows};
-    let case = super::bi_case::load(case_path)?;
-    let base = case_path.parent().unwrap_or(Path::new("."));
-    let spec = resolve_spec(&case.subject, base);
-    let mut subject = super::bi::parse_subject(&spec)?;
-    // a subject setting (op: scale kinds, world size) builds the subject
-    // under it, as `bi run CASE` does
-    let knobs = case.knobs.unwrap_or_default();
-    if !knobs.is_empty() {
-        let s = super::subjects::subject_from_spec(&spec, &knobs).map_err(|e| CliError(format!("knobs: {e}")))?;
-        subject = super::bi::ParsedSubject {
-            input: s.input(),
-            boundaries: s.m_boundaries(),
-            subject: s,
-            kept: None,
-        };
-    }
-    let vs = case
-        .vs
-        .as_ref()
-        .map(|s| super::bi::parse_subject(&resolve_spec(s, base)))
-        .transpose()?;
-    let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
-    opts.validate(vs.is_some()).map_err(CliError)?;
-    let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
-    let parts: Vec<&str> = cell.split('/').collect();
-    let field = |i: usize, key: &str| -> Result<String> {
-        parts
-            .get(i)
-            .and_then(|p| p.strip_prefix(key))
-            .map(str::to_string)
-            .ok_or_else(|| bad("expected FAMILY/m=M/k=K/n=N/row=ROW"))
-    };
-    let family: Family = parts
-        .first()
-        .ok_or_else(|| bad("empty"))?
-        .parse()
-        .map_err(|e: String| bad(&e))?;
-    let m: usize = field(1, "m=")?.parse().map_err(|_| bad("m is not a number"))?;
-    let (k, n) = (opts.k, opts.n);
-    if field(2, "k=")? != k.to_string() || field(3, "n=")? != n.to_string() {
-        return Err(bad(&format!("the case runs k={k}, n={n}")));
-    }
-    if !opts.families.contains(&family) || !opts.ms.contains(&m) {
-        return Err(bad("the case has no such family or batch size"));
-    }
-    let row = field(4, "row=")?;
-    let rows = Rows::new(opts.seed, k, n, opts.input);
-    let m0 = opts.ms[0];
-    let pos = |mm: usize| -> Result<usize> {
-        let p: RowPos = row.parse().map_err(|e: String| bad(&e))?;
-        p.resolve(mm)
-            .ok_or_else(|| bad("the row position does not exist at this M"))
-    };
-    // rank cells: `.../rank=R/held|owned` (rank 0 is the baseline's)
-    let rank_of = || -> Result<(usize, bool)> {
-        let r: usize = field(5, "rank=")?.parse().map_err(|_| bad("rank is not a number"))?;
-        let ws = subject.subject.world_size();
-        if r == 0 || r >= ws {
-            return Err(bad(&format!("rank {r}: the subject's world size is {ws}")));
-        }
-        match parts.get(6) {
-            Some(&"held") => Ok((r, false)),
-            Some(&"owned") => Ok((r, true)),
-            _ => Err(bad("expected .../rank=R/held or .../rank=R/owned")),
-        }
-    };
-    // (baseline ids, its target index, variant ids, its target index, other subject)
-    let (b_rank, mut v_rank) = (0, 0);
-    let (b_ids, bi, v_ids, vi, varies) = match family {
-        Family::Content => {
-            let i = pos(m)?;
-            (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
-        }
-        Family::Anchor => {
-            // the row at 0 of the first batch vs at ROW of a batch of M
-            let i = pos(m)?;
-            (
-                with_target(m0, 0, 0),
-                0,
-                with_target(m, i, 0),
-                i,
-                Varies::BatchSize { left: m0, right: m },
-            )
-        }
-        Family::Rank => {
-            let i = pos(m)?;
-            let (r, owned) = rank_of()?;
-            v_rank = r;
-            if owned {
-                // the same content at the same shard offset, owned by rank r
-                // vs by rank 0 (each computing its own shard)
-                let ws = subject.subject.world_size();
-                if !m.is_multiple_of(ws) {
-                    return Err(bad(&format!("owned cells need M divisible by the world size {ws}")));
-                }
-                let off = i % (m / ws);
-                let at = r * (m / ws) + off;
-                (with_target(m, off, 0), off, with_target(m, at, 0), at, Varies::Unknown)
-            } else {
-                (with_target(m, i, 0), i, with_target(m, i, 0), i, Varies::Unknown)
-            }
-        }
-        Family::Batch => {
-            let i = pos(m.min(m0))?;
-            (
-                with_target(m0, i, 0),
-                i,
-                with_target(m, i, 0),
-                i,
-                Varies::BatchSize { left: m0, right: m },
-            )
-        }
-        Family::Position => {
-            let i = pos(m)?;
-            (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
-        }
-        Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
-        _ => {
-            return Err(bad(
-                "explain --cell runs content, batch, position, anchor, rank and switch cells",
-            ))
-        }
-    };
-    // rank 0 is the copy `run` answers, as the checker asks it
-    let run = |s: &dyn Subject, a: &[f32], at: usize, rank: usize| -> Result<Vec<f32>> {
-        let p = Problem {
-            a: Matrix::F32(a),
-            b: Matrix::F32(&rows.b),
-            m: a.len() / k,
-            n,
-            k,
-            b_layout: BLayout::Kn,
-        };
-        Ok(if rank == 0 {
-            s.run(&p, Some(&[at]))?
-        } else {
-            s.run_on_rank(&p, rank, Some(&[at]))?
-        })
-    };
-    let (a_left, a_right) = (rows.batch(&b_ids), rows.batch(&v_ids));
-    let left = run(subject.subject.as_ref(), &a_left, bi, b_rank)?;
-    let other: &dyn Subject = match (family, &vs) {
-        (Family::Switch, Some(v)) => v.subject.as_ref(),
-        (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
-        _ => subject.subject.as_ref(),
-    };
-    let right = run(other, &a_right, vi, v_rank)?;
-    // an op subject (op:, nccl:): the two sides explained with the op's
-    // provenance (src/cli/explain_op.rs)
-    let vs_spec = case.vs.as_ref().map(|v| resolve_spec(v, base));
-    let side = |subject, a, at, rank, bytes| super::explain_op::Side {
-        subject,
-        a,
-        at,
-        rank,
-        bytes,
-    };
-    let explained = super::explain_op::for_cell(
-        (&spec, &knobs),
-        (family == Family::Switch).then_some(vs_spec.as_deref()),
-        &side(subject.subject.as_ref(), &a_left, bi, b_rank, &left),
-        &side(other, &a_right, vi, v_rank, &right),
-        &rows.b,
-    )?;
-    // the target row as the subject reads it: an all-gather-matmul's MX
-    // codes and scales, else the f32 values
-    let target = rows.row(0);
-    let p = match explained.as_ref().and_then(|e| e.mx.as_ref()) {
-        Some(mx) => mx.problem(n),
-        None => Problem {
-            a: Matrix::F32(&target),
-            b: Matrix::F32(&rows.b),
-            m: 1,
-            n,
-            k,
-            b_layout: BLayout::Kn,
-        },
-    };
-    let entries = match spec.split_once(':') {
-        Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
-        _ => Vec::new(),
-    };
-    let varies = explained.as_ref().and_then(|e| e.varies.clone()).unwrap_or(varies);
-    let (mut json_rows, text, ok, _) = report(
-        &p,
-        &[0],
-        &left,
-        Some(&right),
-        &entries,
-        &varies,
-        (x.n_tile, x.k_chunk, x.exactness),
-    )?;
-    if let (Some(e), Some(row)) = (&explained, json_rows.first_mut()) {
-        row["op"] = e.json.clone();
-    }
-    let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
-        "BI_PASS"
-    } else {
-        "BI_FAIL"
-    };
-    if x.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"cell": cell, "subject": subject.subject.name(), "verdict": verdict, "rows": json_rows})
-            )?
-        );
-    } else {
-        outln!(
-            "cell {cell} on {} ({verdict}): the target row in the baseline batch (observed) vs the variant (vs)",
-            subject.subject.name()
-        );
-        if let Some(e) = &explained {
-            out!("{}", e.text);
-        }
-        out!("{text}");
-    }
-    // an op cell is explained by its provenance, other cells by an order
-    // reproducing each side
-    let held = explained.as_ref().map_or(ok, |e| e.held);
-    Ok(if held { Outcome::Held } else { Outcome::Failed })
+    Ok(Reported {
+        rows: json_rows,
+        text,
+        ok: all_explained,
+        across: across_value,
+        stories,
+    })
 }
 
 // ---------------------------------------------------------------- reveal

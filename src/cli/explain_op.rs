@@ -103,6 +103,19 @@ pub(super) struct Explained {
     /// What differs between the sides for the order section's fixes (the
     /// path, when the two copies take different paths).
     pub varies: Option<Varies>,
+    /// The same, summarised for a report's explanation.
+    pub story: OpStory,
+}
+
+/// An op cell's explanation in a few fields (`bi::Explanation`'s).
+pub(super) struct OpStory {
+    /// Each side in words (rank, row, M, path, order, scale point) and its
+    /// order, whether the op model reproduces the side's bytes, and its
+    /// path (`LOCAL`, `GATHER`).
+    pub sides: [(String, String, bool, String); 2],
+    pub first_node: Option<String>,
+    pub mechanisms: Vec<String>,
+    pub fixes: Vec<String>,
 }
 
 /// One side run as the whole op.
@@ -484,11 +497,47 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
         "fixes": fixes.iter().map(|f| json!({"fix": f, "words": f.to_string()})).collect::<Vec<_>>(),
         "explained": held,
     });
+    // the summary: the divergence's first node and mechanism lines, the
+    // mechanism named, the fixes
+    let div_words = div.to_string();
+    let first_node = div_words
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("first diverging node: "))
+        .map(str::to_string);
+    let mut mechanisms: Vec<String> = div_words
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("mechanism: "))
+        .map(str::to_string)
+        .collect();
+    if !named.is_empty() {
+        mechanisms.push(named.clone());
+    }
+    let brief = |x: &Ran| {
+        let rec = &x.record;
+        let mut w = format!(
+            "rank {} row {} of M = {}, {} path",
+            rec.rank,
+            rec.row,
+            x.m,
+            rec.path.to_uppercase()
+        );
+        if let Some(sp) = &rec.scale_point {
+            w.push_str(&format!(", x2 scales at {sp}"));
+        }
+        (w, rec.order.to_string(), x.reproduces, rec.path.to_uppercase())
+    };
+    let story = OpStory {
+        sides: [brief(&l), brief(&r)],
+        first_node,
+        mechanisms,
+        fixes: fixes.iter().map(|f| f.to_string()).collect(),
+    };
     Ok(Explained {
         json,
         text,
         held,
         mx,
         varies,
+        story,
     })
 }

@@ -1,0 +1,69 @@
+//! The explanations a `bi run` report carries (docs/BI.md, "Explanations
+//! in the report"): for each failing family, its first failing cell
+//! explained ([`super::explain_cell`]); where the subject declares its
+//! orders, one explanation per distinct pair of declared orders, each
+//! counting the failing cells it covers.
+
+use super::explain_cell::{explain_cell, CellSetup};
+use crate::bi::witness::CellSides;
+use crate::bi::{Cell, Explanation, Family, Report, Verdict};
+use crate::order::Order;
+
+/// Most explanations per family (distinct pairs of declared orders beyond
+/// it are counted in the last one's note).
+pub const MAX_PER_FAMILY: usize = 4;
+
+/// The pair of declared orders of a cell's two sides, when both are declared.
+fn declared_pair(c: &Cell, setup: &CellSetup) -> Option<(Order, Order)> {
+    let s = CellSides::of(c, setup.opts)?;
+    let d = |m: usize| setup.subject.declared_order(m, s.k, s.n);
+    Some((d(s.base.m)?, d(s.var.m)?))
+}
+
+/// Fills `report.explanations` (replacing any).
+pub(super) fn explain_failures(report: &mut Report, setup: &CellSetup) {
+    let mut out: Vec<Explanation> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
+    for c in report.cells.iter().filter(|c| c.verdict == Verdict::Fail) {
+        if !families.contains(&c.family) {
+            families.push(c.family);
+        }
+    }
+    for f in families {
+        // the family's failing cells grouped by declared pair, in report order
+        let mut groups: Vec<(Option<(Order, Order)>, Vec<&Cell>)> = Vec::new();
+        for c in report
+            .cells
+            .iter()
+            .filter(|c| c.family == f && c.verdict == Verdict::Fail)
+        {
+            let key = declared_pair(c, setup);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(c),
+                None => groups.push((key, vec![c])),
+            }
+        }
+        let beyond: usize = groups.iter().skip(MAX_PER_FAMILY).map(|(_, v)| v.len()).sum();
+        for (i, (_, cells)) in groups.iter().take(MAX_PER_FAMILY).enumerate() {
+            let first = cells[0];
+            let mut e = match explain_cell(setup, &first.id, (64, 64, false)) {
+                Ok(x) => x.story,
+                Err(err) => {
+                    let mut e = Explanation::new(f, &first.id, cells.len());
+                    e.note = Some(format!("could not explain: {}", super::one_line(&err.0)));
+                    e
+                }
+            };
+            e.failing_cells = cells.len();
+            if i + 1 == MAX_PER_FAMILY && beyond > 0 {
+                let more = format!("{beyond} more failing cells have other pairs of declared orders");
+                e.note = Some(match e.note.take() {
+                    Some(n) => format!("{n}; {more}"),
+                    None => more,
+                });
+            }
+            out.push(e);
+        }
+    }
+    report.explanations = out;
+}

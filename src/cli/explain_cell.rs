@@ -1,0 +1,429 @@
+//! One cell of a batch-invariance check explained: its two sides re-run on
+//! the subject as the checker ran them, the target row's two observations
+//! identified and diffed (`mxbi explain --case CASE --cell ID`), and the
+//! same summarised as a [`crate::bi::Explanation`] for reports
+//! (`mxbi bi run`, docs/BI.md "Explanations in the report").
+
+use super::bi_case::resolve_spec;
+use super::explain::{read_dispatch, report, Reported, RowStory};
+use super::{CliError, Outcome, Result};
+use crate::bi::{other_id, CheckOptions, Content, Explanation, Family, Known, RowPos, Rows, SideStory};
+use crate::explain::Varies;
+use crate::gemm::{BLayout, Matrix, Problem};
+use crate::subject::{Knobs, Subject};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The checker's batch of M rows with the target (id 0) at `at`, the
+/// others from `set` (the checker's own numbering, `bi::other_id`).
+fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
+    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
+    ids.insert(at, 0);
+    ids
+}
+
+/// A check as it ran: its subject(s), their specs (an op subject's
+/// provenance is rebuilt from the spec under `knobs`), options and content.
+pub(super) struct CellSetup<'a> {
+    pub subject: &'a dyn Subject,
+    pub vs: Option<&'a dyn Subject>,
+    pub spec: &'a str,
+    pub vs_spec: Option<&'a str>,
+    pub knobs: &'a Knobs,
+    pub opts: &'a CheckOptions,
+    pub content: Content,
+}
+
+/// One cell explained.
+pub(super) struct CellExplained {
+    /// `{"cell", "subject", "verdict", "rows", "explanation"}`.
+    pub json: Value,
+    /// The full listing (`mxbi explain --case`).
+    pub text: String,
+    /// The explanation accounts for both sides' bytes.
+    pub held: bool,
+    /// The summary a report carries.
+    pub story: Explanation,
+}
+
+/// Where a side's target row sits, in words.
+fn side_words(m: usize, at: usize, rank: usize) -> String {
+    if rank == 0 {
+        format!("M = {m}, row {at}")
+    } else {
+        format!("M = {m}, row {at} on rank {rank}")
+    }
+}
+
+/// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
+/// case's subject, and the target row's two observations explained.
+pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
+    let case = super::bi_case::load(case_path)?;
+    let base = case_path.parent().unwrap_or(Path::new("."));
+    let spec = resolve_spec(&case.subject, base);
+    let mut subject = super::bi::parse_subject(&spec)?;
+    // a subject setting (op: scale kinds, world size) builds the subject
+    // under it, as `bi run CASE` does
+    let knobs = case.knobs.unwrap_or_default();
+    if !knobs.is_empty() {
+        let s = super::subjects::subject_from_spec(&spec, &knobs).map_err(|e| CliError(format!("knobs: {e}")))?;
+        subject = super::bi::ParsedSubject {
+            input: s.input(),
+            boundaries: s.m_boundaries(),
+            subject: s,
+            kept: None,
+        };
+    }
+    let vs_spec = case.vs.as_ref().map(|v| resolve_spec(v, base));
+    let vs = vs_spec.as_deref().map(super::bi::parse_subject).transpose()?;
+    let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
+    opts.validate(vs.is_some()).map_err(CliError)?;
+    let setup = CellSetup {
+        subject: subject.subject.as_ref(),
+        vs: vs.as_ref().map(|v| v.subject.as_ref()),
+        spec: &spec,
+        vs_spec: vs_spec.as_deref(),
+        knobs: &knobs,
+        opts: &opts,
+        content: case.content.unwrap_or_default(),
+    };
+    let e = explain_cell(&setup, cell, (x.n_tile, x.k_chunk, x.exactness))?;
+    if x.json {
+        outln!("{}", serde_json::to_string_pretty(&e.json)?);
+    } else {
+        out!("{}", e.text);
+    }
+    Ok(if e.held { Outcome::Held } else { Outcome::Failed })
+}
+
+/// Explains cell `cell` (its report id) of the check `setup` describes;
+/// `view`: the ULP map's tile width, the K profile's chunk, and whether to
+/// add the exactness analysis.
+pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -> Result<CellExplained> {
+    let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
+    let parts: Vec<&str> = cell.split('/').collect();
+    let field = |i: usize, key: &str| -> Result<String> {
+        parts
+            .get(i)
+            .and_then(|p| p.strip_prefix(key))
+            .map(str::to_string)
+            .ok_or_else(|| bad("expected FAMILY/m=M/k=K/n=N/row=ROW"))
+    };
+    let family: Family = parts
+        .first()
+        .ok_or_else(|| bad("empty"))?
+        .parse()
+        .map_err(|e: String| bad(&e))?;
+    let m: usize = field(1, "m=")?.parse().map_err(|_| bad("m is not a number"))?;
+    let opts = setup.opts;
+    let (k, n) = (opts.k, opts.n);
+    if field(2, "k=")? != k.to_string() || field(3, "n=")? != n.to_string() {
+        return Err(bad(&format!("the case runs k={k}, n={n}")));
+    }
+    if !opts.families.contains(&family) || !opts.ms.contains(&m) {
+        return Err(bad("the case has no such family or batch size"));
+    }
+    let row = field(4, "row=")?;
+    let rows = Rows::with_content(opts.seed, k, n, opts.input, setup.content);
+    let m0 = opts.ms[0];
+    let pos = |mm: usize| -> Result<usize> {
+        let p: RowPos = row.parse().map_err(|e: String| bad(&e))?;
+        p.resolve(mm)
+            .ok_or_else(|| bad("the row position does not exist at this M"))
+    };
+    // rank cells: `.../rank=R/held|owned` (rank 0 is the baseline's)
+    let rank_of = || -> Result<(usize, bool)> {
+        let r: usize = field(5, "rank=")?.parse().map_err(|_| bad("rank is not a number"))?;
+        let ws = setup.subject.world_size();
+        if r == 0 || r >= ws {
+            return Err(bad(&format!("rank {r}: the subject's world size is {ws}")));
+        }
+        match parts.get(6) {
+            Some(&"held") => Ok((r, false)),
+            Some(&"owned") => Ok((r, true)),
+            _ => Err(bad("expected .../rank=R/held or .../rank=R/owned")),
+        }
+    };
+    // (baseline ids, its target index, variant ids, its target index, other subject)
+    let (b_rank, mut v_rank) = (0, 0);
+    let (b_ids, bi, v_ids, vi, varies) = match family {
+        Family::Content => {
+            let i = pos(m)?;
+            (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
+        }
+        Family::Anchor => {
+            // the row at 0 of the first batch vs at ROW of a batch of M
+            let i = pos(m)?;
+            (
+                with_target(m0, 0, 0),
+                0,
+                with_target(m, i, 0),
+                i,
+                Varies::BatchSize { left: m0, right: m },
+            )
+        }
+        Family::Rank => {
+            let i = pos(m)?;
+            let (r, owned) = rank_of()?;
+            v_rank = r;
+            if owned {
+                // the same content at the same shard offset, owned by rank r
+                // vs by rank 0 (each computing its own shard)
+                let ws = setup.subject.world_size();
+                if !m.is_multiple_of(ws) {
+                    return Err(bad(&format!("owned cells need M divisible by the world size {ws}")));
+                }
+                let off = i % (m / ws);
+                let at = r * (m / ws) + off;
+                (with_target(m, off, 0), off, with_target(m, at, 0), at, Varies::Unknown)
+            } else {
+                (with_target(m, i, 0), i, with_target(m, i, 0), i, Varies::Unknown)
+            }
+        }
+        Family::Batch => {
+            let i = pos(m.min(m0))?;
+            (
+                with_target(m0, i, 0),
+                i,
+                with_target(m, i, 0),
+                i,
+                Varies::BatchSize { left: m0, right: m },
+            )
+        }
+        Family::Position => {
+            let i = pos(m)?;
+            (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
+        }
+        Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
+        _ => {
+            return Err(bad(
+                "explain --cell runs content, batch, position, anchor, rank and switch cells",
+            ))
+        }
+    };
+    // rank 0 is the copy `run` answers, as the checker asks it
+    let run = |s: &dyn Subject, a: &[f32], at: usize, rank: usize| -> Result<Vec<f32>> {
+        let p = Problem {
+            a: Matrix::F32(a),
+            b: Matrix::F32(&rows.b),
+            m: a.len() / k,
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        };
+        Ok(if rank == 0 {
+            s.run(&p, Some(&[at]))?
+        } else {
+            s.run_on_rank(&p, rank, Some(&[at]))?
+        })
+    };
+    let (a_left, a_right) = (rows.batch(&b_ids), rows.batch(&v_ids));
+    let left = run(setup.subject, &a_left, bi, b_rank)?;
+    let other: &dyn Subject = match (family, setup.vs) {
+        (Family::Switch, Some(v)) => v,
+        (Family::Switch, None) => return Err(bad("a switch cell needs the case's vs subject")),
+        _ => setup.subject,
+    };
+    let right = run(other, &a_right, vi, v_rank)?;
+    // an op subject (op:, nccl:): the two sides explained with the op's
+    // provenance (src/cli/explain_op.rs)
+    let side = |subject, a, at, rank, bytes| super::explain_op::Side {
+        subject,
+        a,
+        at,
+        rank,
+        bytes,
+    };
+    let explained = super::explain_op::for_cell(
+        (setup.spec, setup.knobs),
+        (family == Family::Switch).then_some(setup.vs_spec),
+        &side(setup.subject, &a_left, bi, b_rank, &left),
+        &side(other, &a_right, vi, v_rank, &right),
+        &rows.b,
+    )?;
+    // the target row as the subject reads it: an all-gather-matmul's MX
+    // codes and scales, else the f32 values
+    let target = rows.row(0);
+    let p = match explained.as_ref().and_then(|e| e.mx.as_ref()) {
+        Some(mx) => mx.problem(n),
+        None => Problem {
+            a: Matrix::F32(&target),
+            b: Matrix::F32(&rows.b),
+            m: 1,
+            n,
+            k,
+            b_layout: BLayout::Kn,
+        },
+    };
+    let entries = match setup.spec.split_once(':') {
+        Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
+        _ => Vec::new(),
+    };
+    let varies = explained.as_ref().and_then(|e| e.varies.clone()).unwrap_or(varies);
+    let Reported {
+        rows: mut json_rows,
+        text,
+        ok,
+        stories,
+        ..
+    } = report(&p, &[0], &left, Some(&right), &entries, &varies, view)?;
+    if let (Some(e), Some(row)) = (&explained, json_rows.first_mut()) {
+        row["op"] = e.json.clone();
+    }
+    let verdict = if left.iter().zip(&right).all(|(a, b)| a.to_bits() == b.to_bits()) {
+        "BI_PASS"
+    } else {
+        "BI_FAIL"
+    };
+    // the summary for reports: the op's paths, else each side's order
+    let mut story = Explanation::new(family, cell, 1);
+    let sides = [
+        side_words(a_left.len() / k, bi, b_rank),
+        side_words(a_right.len() / k, vi, v_rank),
+    ];
+    let declared = [
+        setup.subject.declared_order(a_left.len() / k, k, n),
+        other.declared_order(a_right.len() / k, k, n),
+    ];
+    match (&explained, stories.first()) {
+        (Some(e), _) => {
+            let [l, r] = &e.story.sides;
+            let side = |(w, o, rep, path): &(String, String, bool, String)| SideStory {
+                side: w.clone(),
+                path: Some(path.clone()),
+                order: rep.then(|| o.clone()),
+                known: if *rep { Known::OpModel } else { Known::NotNameable },
+                closest: (!rep).then(|| format!("the op model's {o}, which does not reproduce the bytes")),
+            };
+            story.base = Some(side(l));
+            story.variant = Some(side(r));
+            story.first_node = e.story.first_node.clone();
+            story.mechanism = e.story.mechanisms.clone();
+            story.fixes = e.story.fixes.clone();
+            if !e.held {
+                story.note = Some("the op model does not account for both sides' bytes".into());
+            }
+        }
+        (None, Some(row)) => summarise(&mut story, row, &sides, &declared),
+        (None, None) => story.note = Some("nothing to explain".into()),
+    }
+    let json = json!({
+        "cell": cell,
+        "subject": setup.subject.name(),
+        "verdict": verdict,
+        "rows": json_rows,
+        "explanation": story,
+    });
+    let mut listing = format!(
+        "cell {cell} on {} ({verdict}): the target row in the baseline batch (observed) vs the variant (vs)\n",
+        setup.subject.name()
+    );
+    if let Some(e) = &explained {
+        listing.push_str(&e.text);
+    }
+    listing.push_str(&text);
+    // an op cell is explained by its provenance, other cells by an order
+    // reproducing each side
+    let held = explained.as_ref().map_or(ok, |e| e.held);
+    Ok(CellExplained {
+        json,
+        text: listing,
+        held,
+        story,
+    })
+}
+
+/// A side as the explanation names it: the order that reproduces its
+/// bytes (declared when the subject declares that very order), else the
+/// closest order and its distance.
+fn side_story(side: &str, id: &crate::explain::RowIdentity, declared: Option<crate::order::Order>) -> SideStory {
+    let k_same = |a: &crate::order::Order| id.matches.iter().any(|m| m == a);
+    match id.order() {
+        Some(o) => {
+            let (order, known) = match declared {
+                Some(d) if k_same(&d) => (d, Known::Declared),
+                _ => (o, Known::Identified),
+            };
+            SideStory {
+                side: side.to_string(),
+                path: None,
+                order: Some(order.to_string()),
+                known,
+                closest: None,
+            }
+        }
+        None => SideStory {
+            side: side.to_string(),
+            path: None,
+            order: None,
+            known: Known::NotNameable,
+            closest: id.closest.as_ref().map(|c| {
+                format!(
+                    "{}: {} elements differ, at most {} ulp ({} candidates tried)",
+                    c.order,
+                    c.elements_differ,
+                    if c.max_ulp == u64::MAX {
+                        "NaN-vs-number".to_string()
+                    } else {
+                        c.max_ulp.to_string()
+                    },
+                    id.evaluated
+                )
+            }),
+        },
+    }
+}
+
+/// Fills `story` from the row's identification and divergence.
+fn summarise(
+    story: &mut Explanation,
+    row: &RowStory,
+    sides: &[String; 2],
+    declared: &[Option<crate::order::Order>; 2],
+) {
+    story.base = Some(side_story(&sides[0], &row.observed, declared[0]));
+    if let Some(v) = &row.vs {
+        story.variant = Some(side_story(&sides[1], v, declared[1]));
+    }
+    match &row.diff {
+        Some((d, fixes, agree)) => {
+            if let Some(div) = &d.divergence {
+                let first = div.to_string();
+                let first = first.lines().next().unwrap_or_default().trim_end_matches(':');
+                let first = first.strip_prefix("first difference at ").unwrap_or(first);
+                let mut w = format!("{first}, after {} identical terms", d.common_terms);
+                match (&d.left_at, &d.right_at) {
+                    (Some(a), Some(b)) if a == b => w.push_str(&format!(", at {a} on both sides")),
+                    (a, b) => {
+                        if let Some(a) = a {
+                            w.push_str(&format!(": baseline continues with {a}"));
+                        }
+                        if let Some(b) = b {
+                            w.push_str(&format!(", variant with {b}"));
+                        }
+                    }
+                }
+                if let Some(k) = agree {
+                    w.push_str(&format!("; bytes agree for k < {k}"));
+                }
+                story.first_node = Some(w);
+            } else {
+                story.note = Some(format!(
+                    "{} and {} are the same tree for K = {}: the bytes differ for another reason",
+                    d.left, d.right, d.k
+                ));
+            }
+            story.mechanism = d.mechanisms.iter().map(|m| m.to_string()).collect();
+            story.fixes = fixes.iter().map(|f| f.to_string()).collect();
+        }
+        None => {
+            let named = |s: &Option<SideStory>| s.as_ref().is_some_and(|s| s.order.is_some());
+            if !named(&story.base) || !named(&story.variant) {
+                story.note = Some(
+                    "a side's order is not in the explainer's family: the closest order is given; `mxbi reveal` recovers its tree by probing"
+                        .into(),
+                );
+            }
+        }
+    }
+}
