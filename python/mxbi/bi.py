@@ -217,7 +217,7 @@ def _ms(m: Union[str, int, Sequence[int]]) -> Optional[List[int]]:
         except ValueError:
             raise MxbiError(f"m: '{m}' is not a batch size (a list of integers, or edges)") from None
         return _args.sizes(parts, "m")
-    if not isinstance(m, (bool, np.bool_)) and hasattr(m, "__index__"):
+    if isinstance(m, (int, np.integer)) and not isinstance(m, (bool, np.bool_)):
         return [_args.size(m, "m")]
     return _args.sizes(m, "m")
 

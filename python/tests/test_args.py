@@ -96,8 +96,8 @@ _FOUND: List[Any] = []
 def _found() -> mxbi.FuzzResult:
     """A fuzz result with a failure (computed once)."""
     if not _FOUND:
-        _FOUND.append(mxbi.fuzz(split_k_by_m, families=["batch"], seed=3, max_cases=200, max_m=32, max_k=32,
-                                max_n=4))
+        _FOUND.append(mxbi.fuzz(split_k_by_m, families=["batch"], classes=["plain"], seed=3, max_cases=200,
+                                max_m=32, max_k=32, max_n=4))
     assert _FOUND[0].failure is not None
     return _FOUND[0]
 
@@ -292,3 +292,15 @@ def test_the_table_covers_every_public_callable_and_parameter():
         if params and params != set(rows[name].kinds):
             missing.append(f"{name}: parameters {sorted(params)} vs the row's {sorted(rows[name].kinds)}")
     assert not missing, "\n".join(missing)
+
+
+def test_numpy_integers_and_arrays_are_good_arguments():
+    """The checks refuse wrong values, not numpy's spellings of right ones."""
+    r = mxbi.bi.check(muladd, np.array(["batch"]), k=np.int64(8), n=np.uint16(2), m=np.array([1, 3]),
+                      rows=np.array([0]), seed=np.uint64(2), boundaries=np.array([2]))
+    assert r.passed and {c.m for c in r.cells} == {3}
+    assert mxbi.gemm(A, B, rows=np.array([1])).shape == (1, 3)
+    assert len(mxbi.Order("fma").tree(np.int32(4))) > 0
+    assert mxbi.quantize(X32, "mxfp8-e4m3", axis=np.int8(-1), flush_subnormals=np.bool_(True))[0].shape == (2, 32)
+    assert mxbi.fuzz("model:fma", max_cases=np.int64(1), max_m=np.int64(4), max_k=4, max_n=2,
+                     budget=np.float32(5)).passed
