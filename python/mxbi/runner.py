@@ -63,7 +63,7 @@ def in_process(script: str, args: Sequence[str] = (), *, input: str = "f32") -> 
     ends without handing a function to ``serve``."""
     script = _args.path(script, "script") or ""
     if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
-        raise MxbiError(f"args: expected a list of strings (the script's arguments), got {args!r}")
+        raise MxbiError(f"args: expected a list of strings (the script's arguments), got {_args._shown(args)}")
     args = [_args.text(a, "args") for a in args]
     input = _args.text(input, "input")
     if input not in ("f32", "bf16", "f16", "e4m3", "e5m2"):
