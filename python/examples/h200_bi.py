@@ -107,7 +107,7 @@ def main() -> int:
                 row["exec_error"] = str(err)
             print(f"   exec: {row.get('exec_s', '-')} s, same report: {row.get('same_report', row.get('exec_error'))}",
                   flush=True)
-        if r.failures():
+        if r.failures:
             try:
                 row["explanation"] = mxbi.explain.explain_cell(fn, r)
                 print(row["explanation"], flush=True)

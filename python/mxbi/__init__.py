@@ -6,13 +6,20 @@ The calls a user starts with::
     import mxbi
     codes, scales = mxbi.quantize(x, format="mxfp8-e4m3", preset="ocp")
     report = mxbi.bi.check(fn, families=["batch"], k=1024, n=64)
-    report.passed, report.cells, str(report)
+    report.passed, report.cells, report.failures, str(report)
     found = mxbi.fuzz(fn, max_cases=200)        # search + shrink: found.failure.m, .case
+
+Results expose what they hold as attributes and properties (``report.passed``,
+``report.cells``, ``report.failures``, ``revealed.order``); methods either
+take arguments (``order.tree(k)``) or render the result in a format
+(``to_json()``, ``markdown()``, ``junit()``, ``listing()``).
 
 Every function takes numpy arrays or anything with ``__array__``/DLPack
 (torch tensors too; see :mod:`mxbi.torch` for kernels that run on a GPU) and
 returns numpy arrays. Bad input raises :class:`MxbiError` (a ``ValueError``)
-with the ``mxbi`` command's one-line message. Names (formats, presets,
+with one line naming the argument (the ``mxbi`` command's message where it
+has one): unknown names, negative or too large integers, and values of the
+wrong type (``k=3.5``, ``format=3``) alike. Names (formats, presets,
 rounding modes, orders) are the CLI's.
 """
 
@@ -24,7 +31,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _mxbi
+from . import _args, _arrays, _mxbi
 from ._arrays import codes_input, float_input, to_numpy
 from ._mxbi import MxbiError, Order, Tree
 
@@ -76,7 +83,7 @@ def formats() -> List[FormatInfo]:
 
 def value_table(format: str) -> Tuple[np.ndarray, np.ndarray]:
     """Every code of ``format`` (uint16) and its exact value (float64; NaN for NaN codes)."""
-    return _mxbi.value_table(format)
+    return _mxbi.value_table(_args.text(format, "format"))
 
 
 def cast(
@@ -98,12 +105,16 @@ def cast(
     ``nan`` override it; ``seed``/``sr_bits`` with ``round="stochastic"``.
     Returns codes of ``x``'s shape: uint8, or uint16 for bf16/f16.
     """
-    return _mxbi.cast(float_input(x), to, preset, round, overflow, nan, seed, sr_bits)
+    return _mxbi.cast(
+        float_input(x), _args.text(to, "to"), _args.opt_text(preset, "preset"), _args.opt_text(round, "round"),
+        _args.opt_text(overflow, "overflow"), _args.opt_text(nan, "nan"), _args.opt_integer(seed, "seed"),
+        _args.opt_integer(sr_bits, "sr_bits", 0, _args.U32_MAX),
+    )
 
 
 def decode(codes: Any, format: str) -> np.ndarray:
     """Decodes codes (uint8, or uint16 for bf16/f16) to float32, as ``mxbi decode``."""
-    return _mxbi.decode(codes_input(codes, wide=True), format)
+    return _mxbi.decode(codes_input(codes, wide=True), _args.text(format, "format"))
 
 
 def _quantize(
@@ -112,8 +123,11 @@ def _quantize(
     scale_layout: str,
 ) -> Tuple[np.ndarray, np.ndarray, Optional[str]]:
     return _mxbi.quantize(
-        float_input(x), format, preset, scale_mode, round, seed, bool(flush_subnormals), bool(no_int8_neg2),
-        int(block), int(axis), bool(pad), scale_layout, stats,
+        float_input(x), _args.text(format, "format"), _args.opt_text(preset, "preset"),
+        _args.opt_text(scale_mode, "scale_mode"), _args.opt_text(round, "round"), _args.opt_integer(seed, "seed"),
+        _args.flag(flush_subnormals, "flush_subnormals"), _args.flag(no_int8_neg2, "no_int8_neg2"),
+        _args.size(block, "block"), _args.integer(axis, "axis", -_args.I64_MAX - 1, _args.I64_MAX),
+        _args.flag(pad, "pad"), _args.text(scale_layout, "scale_layout"), stats,
     )
 
 
@@ -192,7 +206,9 @@ def dequantize(
     their count, as the CLI does on stderr; ``dtype="f64"`` is always exact.
     """
     values, inexact = _mxbi.dequantize(
-        codes_input(codes), codes_input(scales, "scales"), format, block, axis, pad, scale_layout, dtype
+        codes_input(codes), codes_input(scales, "scales"), _args.text(format, "format"),
+        _args.size(block, "block"), _args.integer(axis, "axis", -_args.I64_MAX - 1, _args.I64_MAX),
+        _args.flag(pad, "pad"), _args.text(scale_layout, "scale_layout"), _args.text(dtype, "dtype"),
     )
     if inexact:
         warnings.warn(
@@ -206,12 +222,17 @@ def dequantize(
 def order(spec: str) -> Order:
     """Parses an accumulation order (docs/ORDERS.md); ``str()`` of the result
     is its canonical spelling, ``.tree(k)`` its reduction tree."""
-    return Order(spec)
+    return Order(_args.text(spec, "spec"))
 
 
 def presets() -> List[Tuple[str, str]]:
     """The named order presets and the orders they expand to."""
     return _mxbi.presets()
+
+
+def _order_spec(x: Any, what: str = "order") -> str:
+    """An order given as an :class:`Order` or its spelling."""
+    return str(x) if isinstance(x, Order) else _args.text(x, what)
 
 
 def _operand(x: Any, what: str, mx: bool) -> np.ndarray:
@@ -245,8 +266,9 @@ def gemm(
     sa = None if a_scales is None else codes_input(a_scales, "a_scales")
     sb = None if b_scales is None else codes_input(b_scales, "b_scales")
     return _mxbi.gemm(
-        _operand(a, "a", mx), _operand(b, "b", mx), str(order), b_layout,
-        None if rows is None else [int(r) for r in rows], generic, format, sa, sb,
+        _operand(a, "a", mx), _operand(b, "b", mx), _order_spec(order), _args.text(b_layout, "b_layout"),
+        None if rows is None else _args.integers(rows, "rows"), _args.flag(generic, "generic"),
+        _args.opt_text(format, "format"), sa, sb,
     )
 
 
@@ -277,7 +299,8 @@ def trace(
     sa = None if a_scales is None else codes_input(a_scales, "a_scales")
     sb = None if b_scales is None else codes_input(b_scales, "b_scales")
     steps = _mxbi.trace(
-        _operand(a, "a", mx), _operand(b, "b", mx), str(order), int(row), int(col), b_layout, format, sa, sb
+        _operand(a, "a", mx), _operand(b, "b", mx), _order_spec(order), _args.integer(row, "row"),
+        _args.integer(col, "col"), _args.text(b_layout, "b_layout"), _args.opt_text(format, "format"), sa, sb,
     )
     return [TraceStep(*s) for s in steps]
 
@@ -292,6 +315,14 @@ def _output_dtype(x: Any) -> Optional[str]:
     """The output type of an array or tensor, by its dtype's name."""
     name = str(getattr(x, "dtype", "")).replace("torch.", "")
     return _OUTPUT_DTYPES.get(name)
+
+
+def _f64(x: Any, what: str) -> np.ndarray:
+    """Numeric values as float64 (a string or object array is refused)."""
+    a = to_numpy(x, what)
+    if a.dtype.kind not in "fiub" and not _arrays.is_narrow_float(a.dtype):
+        raise MxbiError(f"{what}: expected numeric values, got {a.dtype}")
+    return np.ascontiguousarray(a.astype(np.float64))
 
 
 class AccuracyReport:
@@ -342,11 +373,11 @@ def accuracy(
     (with ``rtol``/``atol``). ``dtype``: the output type (f32, f64, bf16,
     f16, e4m3, e5m2); by default the array's own.
     """
-    dt = dtype or _output_dtype(actual)
+    dt = _args.opt_text(dtype, "dtype") or _output_dtype(actual)
     if dt is None:
         raise MxbiError(f"actual: {getattr(actual, 'dtype', type(actual).__name__)} values need dtype= (the output type)")
-    act = np.ascontiguousarray(to_numpy(actual, "actual").astype(np.float64))
-    f64 = lambda x, what: None if x is None else np.ascontiguousarray(to_numpy(x, what).astype(np.float64))  # noqa: E731
+    act = _f64(actual, "actual")
+    f64 = lambda x, what: None if x is None else _f64(x, what)  # noqa: E731
     subject = None
     bench = None
     if benchmark is not None and (callable(benchmark) or isinstance(benchmark, str)):
@@ -357,12 +388,12 @@ def accuracy(
         bench = f64(benchmark, "benchmark")
     mx = format is not None
     raw = _mxbi.accuracy(
-        act, dt, standard, f64(golden, "golden"), bench,
+        act, dt, _args.text(standard, "standard"), f64(golden, "golden"), bench,
         None if a is None else _operand(a, "a", mx), None if b is None else _operand(b, "b", mx),
-        b_layout, format,
+        _args.text(b_layout, "b_layout"), _args.opt_text(format, "format"),
         None if a_scales is None else codes_input(a_scales, "a_scales"),
         None if b_scales is None else codes_input(b_scales, "b_scales"),
-        subject, rtol, atol,
+        subject, _args.opt_number(rtol, "rtol"), _args.opt_number(atol, "atol"),
     )
     return AccuracyReport(raw)
 

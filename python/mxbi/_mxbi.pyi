@@ -1,5 +1,8 @@
 """Type stubs of the native module (python/src/lib.rs). Users call the
-wrappers in ``mxbi`` and ``mxbi.bi``, which accept any array-like."""
+wrappers in ``mxbi`` and ``mxbi.bi``, which accept any array-like and check
+every argument (``mxbi._args``). The classes users hold (Order, Tree,
+Revealed) check their own: a wrong value or type raises MxbiError.
+What a result holds is a property; methods take arguments or render."""
 
 from typing import List, Optional, Sequence, Tuple, Union, final
 
@@ -14,7 +17,8 @@ __all__ = [
 ]
 
 class MxbiError(ValueError):
-    """Bad input or a run that cannot happen; the message is the CLI's one line."""
+    """Bad input or a run that cannot happen: one line naming the argument
+    (the CLI's message where it has one). Its name is ``mxbi.MxbiError``."""
 
 def formats() -> List[Tuple[str, int, float, int, bool, bool]]: ...
 def value_table(format: str) -> Tuple[npt.NDArray[np.uint16], npt.NDArray[np.float64]]: ...
@@ -61,13 +65,13 @@ def dequantize(
 class Order:
     """An accumulation order (docs/ORDERS.md); ``str()`` is its canonical spelling."""
 
-    def __new__(cls, spec: str) -> Order: ...
+    def __new__(cls, spec: str) -> Order: ...  # spec not a str: MxbiError
     @property
     def preset(self) -> Optional[str]: ...
     @property
     def input(self) -> str: ...
-    def tree(self, k: int) -> Tree: ...
-    def diff(self, other: Order, k: int) -> Optional[str]: ...
+    def tree(self, k: int) -> Tree: ...  # k: an integer >= 0 within the order's limit
+    def diff(self, other: Union[Order, str], k: int) -> Optional[str]: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -151,7 +155,8 @@ class Revealed:
     def probes(self) -> int: ...
     @property
     def disagreements(self) -> int: ...
-    def shape(self) -> str: ...
+    @property
+    def shape(self) -> str: ...  # the recovered tree, one node a line
     def to_json(self) -> str: ...
 
 def reveal(

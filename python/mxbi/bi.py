@@ -22,7 +22,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import _mxbi
+import numpy as np
+
+from . import _args, _mxbi
 from ._arrays import output_f32
 from ._mxbi import MxbiError
 
@@ -93,6 +95,12 @@ class Report:
     some cell ran). ``str(report)``: what ``mxbi bi run`` prints (the cells
     that did not pass, then the summary line); :meth:`markdown`: the verdict
     table of every cell; :meth:`to_json`: the ``--json`` report, byte for byte.
+
+    What the check found is an attribute or a property (``cells``,
+    ``failures``, ``passed``, ``exit_code``, ``valid``, ``counts``,
+    ``controls``, ``witnesses``, ``summary``); the methods render the report
+    in the CLI's formats (:meth:`to_json`, :meth:`markdown`, :meth:`svg`,
+    :meth:`junit`, :meth:`summary_line`) or write it (:meth:`write_json`).
     """
 
     def __init__(self, raw: "_mxbi.RawReport", strict: bool = False, ms: Optional[List[int]] = None):
@@ -137,9 +145,10 @@ class Report:
         """Cells per verdict."""
         return dict(self.summary["verdicts"])
 
+    @property
     def failures(self) -> List[Cell]:
         """The cells that make the check fail (``BI_FAIL``; with ``strict``
-        also ``NON_DET`` and ``ERROR``)."""
+        also ``NON_DET`` and ``ERROR``), in report order."""
         bad = {"BI_FAIL", "NON_DET", "ERROR"} if self.strict else {"BI_FAIL"}
         return [c for c in self.cells if c.verdict in bad]
 
@@ -147,7 +156,9 @@ class Report:
         return self._raw.to_json()
 
     def write_json(self, path: "str | Any") -> None:
-        with open(path, "w", encoding="utf-8") as f:
+        """Writes :meth:`to_json` to the file ``path`` (a str or os.PathLike;
+        an integer is refused, not taken as a file descriptor)."""
+        with open(_args.path(path, "path") or "", "w", encoding="utf-8") as f:
             f.write(self.to_json())
 
     def markdown(self) -> str:
@@ -197,24 +208,23 @@ def _subject(s: Subject) -> Any:
 
 
 def _ms(m: Union[str, int, Sequence[int]]) -> Optional[List[int]]:
+    """Batch sizes: ``"edges"`` (None), ``"1,8,9"``, one integer or a list."""
     if isinstance(m, str):
         if m.strip() == "edges":
             return None
         try:
-            return [int(x) for x in m.split(",")]
+            parts = [int(x) for x in m.split(",")]
         except ValueError:
             raise MxbiError(f"m: '{m}' is not a batch size (a list of integers, or edges)") from None
-    if isinstance(m, int):
-        return [m]
-    try:
-        return [int(x) for x in m]
-    except (TypeError, ValueError):
-        raise MxbiError(f"m: {m!r} is not a batch size (a list of integers, or edges)") from None
+        return _args.sizes(parts, "m")
+    if isinstance(m, (int, np.integer)) and not isinstance(m, (bool, np.bool_)):
+        return [_args.size(m, "m")]
+    return _args.sizes(m, "m")
 
 
 def _name(fn: Subject, name: Optional[str]) -> Optional[str]:
     if name is not None or isinstance(fn, str):
-        return name
+        return _args.opt_text(name, "name")
     inner = getattr(fn, "__wrapped__", fn)
     return "python:" + (getattr(inner, "__qualname__", None) or type(inner).__name__)
 
@@ -263,30 +273,38 @@ def check(
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
     """
-    if isinstance(families, str):
-        families = families.split(",")
+    families = _args.names(families, "families")
+    strict = _args.flag(strict, "strict")
     ms = _ms(m)
-    if boundaries and isinstance(fn, str):
+    bounds = _args.integers(boundaries, "boundaries", 1)
+    if bounds and isinstance(fn, str):
         raise MxbiError("boundaries: only for a callable (a dispatch table declares its own)")
     if ms is None and not isinstance(fn, str):
-        ms = _mxbi.edge_ms([int(b) for b in boundaries])
+        ms = _mxbi.edge_ms(bounds)
     raw = _mxbi.check(
         _subject(fn),
-        [str(f) for f in families],
-        int(k),
-        int(n),
+        families,
+        _args.size(k, "k"),
+        _args.size(n, "n"),
         ms,
-        None if rows is None else [str(r) for r in rows],
-        input,
-        int(seed),
-        int(repeats),
+        None if rows is None else _rows(rows),
+        _args.opt_text(input, "input"),
+        _args.integer(seed, "seed"),
+        _args.integer(repeats, "repeats"),
         None if vs is None else _subject(vs),
         _name(fn, name),
         None if vs is None else _name(vs, None),
-        timeout,
+        _args.seconds(timeout, "timeout"),
         _witness(witness),
     )
     return Report(raw, strict=strict, ms=ms)
+
+
+def _rows(rows: Any) -> List[str]:
+    """Target-row positions: indices (>= 0) or names (mid, last, all)."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise MxbiError(f"rows: expected a list of row positions (indices, 'mid', 'last'), got {rows!r}")
+    return [r if isinstance(r, str) else str(_args.integer(r, "rows")) for r in rows]
 
 
 def _witness(w: Union[bool, str]) -> str:

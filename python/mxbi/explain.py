@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional
 
-from . import _mxbi
-from ._mxbi import Revealed
+from . import _args, _mxbi
+from ._mxbi import MxbiError, Revealed
 
 __all__ = ["reveal", "diverge", "Divergence", "explain_cell", "Revealed"]
 
@@ -36,7 +36,11 @@ def reveal(
     grammar cannot say it). ``fn`` is a subject as for :func:`mxbi.bi.check`."""
     from .bi import _name
 
-    return _mxbi.reveal(_subject(fn), int(m), int(k), int(n), input, int(seed), int(verify_rows), _name(fn, name))
+    return _mxbi.reveal(
+        _subject(fn), _args.size(m, "m"), _args.size(k, "k"), _args.size(n, "n"),
+        _args.opt_text(input, "input"), _args.integer(seed, "seed"), _args.integer(verify_rows, "verify_rows"),
+        _name(fn, name),
+    )
 
 
 class Divergence(NamedTuple):
@@ -63,7 +67,12 @@ def diverge(
 ) -> Divergence:
     """Compares two orders for K terms (``mx``: MX inputs). With the two
     batch sizes that ran them, fixes are suggested."""
-    text, fixes = _mxbi.diverge(str(left), str(right), int(k), bool(mx), m_left, m_right)
+    from . import _order_spec
+
+    text, fixes = _mxbi.diverge(
+        _order_spec(left, "left"), _order_spec(right, "right"), _args.integer(k, "k", 1), _args.flag(mx, "mx"),
+        _args.opt_integer(m_left, "m_left", 1), _args.opt_integer(m_right, "m_right", 1),
+    )
     return Divergence(text, fixes)
 
 
@@ -71,7 +80,20 @@ def explain_cell(fn: Any, report: Any, cell: Any = None, *, seed: int = 7) -> st
     """Explains a failing cell of ``report`` (default: the first ``BI_FAIL``)
     by revealing ``fn``'s order on both sides of it: for the batch family
     the baseline M and the cell's M, otherwise the cell's M alone (a tree
-    that differs between the rows of one launch shows as disagreements)."""
+    that differs between the rows of one launch shows as disagreements).
+    ``cell``: one of ``report.cells`` or its id."""
+    from .bi import Cell, Report
+
+    if not isinstance(report, Report):
+        raise MxbiError(f"report: expected an mxbi.bi.Report, got {type(report).__name__}")
+    seed = _args.integer(seed, "seed")
+    if isinstance(cell, str):
+        found = next((c for c in report.cells if c.id == cell), None)
+        if found is None:
+            raise MxbiError(f"cell: no cell '{cell}' in the report")
+        cell = found
+    elif cell is not None and not isinstance(cell, Cell):
+        raise MxbiError(f"cell: expected a Cell of the report or its id, got {type(cell).__name__}")
     if cell is None:
         cell = next((c for c in report.cells if c.verdict == "BI_FAIL"), None)
         if cell is None:

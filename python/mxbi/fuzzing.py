@@ -20,12 +20,11 @@ makes that cell an ``ERROR`` (the case is skipped, its reason kept in
 from __future__ import annotations
 
 import json
-import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from . import _mxbi
+from . import _args, _mxbi
 from ._mxbi import MxbiError
 from .bi import Cell, Report, Subject, _name, _subject
 
@@ -42,6 +41,10 @@ class Minimal:
     case: Dict[str, Any]
     #: the same case as the JSON text ``OUT/minimal.json`` holds
     case_json: str
+    #: where the case file was written: ``OUT/minimal.json`` when ``out``
+    #: was given (``mxbi bi run`` replays it), None otherwise (write
+    #: :attr:`case_json` yourself)
+    case_path: Optional[str]
     #: content, batch, position, permutation, repeat or rank
     family: str
     #: the failing cell's batch size
@@ -120,26 +123,6 @@ class FuzzResult:
         return Report(raw, ms=ms if isinstance(ms, list) else None)
 
 
-def _names(x: Union[str, Sequence[str]], what: str) -> List[str]:
-    if isinstance(x, str):
-        return [s for s in x.split(",") if s.strip()]
-    try:
-        return [str(s) for s in x]
-    except TypeError:
-        raise MxbiError(f"{what}: expected names (a list, or one comma-separated string), got {x!r}") from None
-
-
-def _int(x: Any, what: str, lo: int = 0) -> int:
-    """An integer (numpy's too) of at least ``lo``."""
-    try:
-        v = operator.index(x)
-    except TypeError:
-        v = None
-    if isinstance(x, bool) or v is None or v < lo:
-        raise MxbiError(f"{what}: expected an integer >= {lo}, got {x!r}")
-    return v
-
-
 def fuzz(
     fn: Subject,
     *,
@@ -198,29 +181,26 @@ def fuzz(
             "subject: expected a callable fn(a, b) -> out or a spec string "
             f"(model:ORDER, dispatch:FILE, ...), got {type(fn).__name__}"
         )
-    if not isinstance(budget, (int, float)) or isinstance(budget, bool):
-        raise MxbiError(f"budget: expected seconds, got {budget!r}")
-    if max_cases is not None:
-        max_cases = _int(max_cases, "max_cases")
+    out = _args.path(out, "out")
     raw = _mxbi.fuzz(
         _subject(fn),
-        [f.strip() for f in _names(families, "families")],
-        [c.strip() for c in _names(classes, "classes")],
-        float(budget),
-        max_cases,
-        _int(seed, "seed"),
-        None if out is None else os.fspath(out),
-        None if corpus is None else os.fspath(corpus),
-        input,
-        _int(max_m, "max_m", 1),
-        _int(max_k, "max_k", 1),
-        _int(max_n, "max_n", 1),
-        _int(max_shrink_runs, "max_shrink_runs"),
-        [_int(b, "k_boundaries", 1) for b in k_boundaries],
+        _args.names(families, "families"),
+        _args.names(classes, "classes"),
+        _args.number(budget, "budget", unit="seconds"),
+        _args.opt_integer(max_cases, "max_cases"),
+        _args.integer(seed, "seed"),
+        out,
+        _args.path(corpus, "corpus"),
+        _args.opt_text(input, "input"),
+        _args.size(max_m, "max_m"),
+        _args.size(max_k, "max_k"),
+        _args.size(max_n, "max_n"),
+        _args.integer(max_shrink_runs, "max_shrink_runs"),
+        _args.integers(k_boundaries, "k_boundaries", 1),
         _name(fn, name),
-        timeout,
-        _int(confirm, "confirm"),
-        [o.strip() for o in _names(others, "others")],
+        _args.seconds(timeout, "timeout"),
+        _args.integer(confirm, "confirm", 0, _args.U32_MAX),
+        _args.names(others, "others"),
     )
     summary = raw.summary_json()
     d = json.loads(summary)
@@ -232,6 +212,7 @@ def fuzz(
         failure = Minimal(
             case=json.loads(case_json),
             case_json=case_json,
+            case_path=None if out is None else os.path.join(out, "minimal.json"),
             family=s["family"],
             m=s["m"],
             base_m=s["base_m"],

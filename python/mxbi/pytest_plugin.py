@@ -16,20 +16,31 @@ verdict table of every cell. Options:
 ``--mxbi-report DIR``
     write each check's JSON report (``mxbi-bi-report/1``) into DIR, one file
     per check named after the test; with ``--junitxml`` the path is also
-    recorded as the test case's ``mxbi_report`` property.
+    recorded as the ``mxbi_report`` property.
 ``--mxbi-strict``
     ``NON_DET`` and ``ERROR`` cells fail the test too.
 ``--mxbi-no-explain``
     skip the explanation of the first failing cell (by default the
     explainer reveals the kernel's order on both sides of it: a few extra
     launches of the kernel).
+
+JUnit (``--junitxml``): each check records ``mxbi_summary`` (the summary
+line), ``mxbi_failures`` (the ids of the cells that failed, comma-separated;
+empty when none) and with ``--mxbi-report`` ``mxbi_report`` (the JSON
+report's path); a fuzz run records ``mxbi_fuzz``. Under pytest's default
+``junit_family`` (``xunit2``, whose schema has no properties on a test
+case) they are properties of the ``<testsuite>``, named after the test:
+``mxbi_summary[tests/test_k.py::test_x]``; under ``xunit1``/``legacy`` they
+are the test case's own properties, by their plain names. Either way no
+warning is printed (the plugin does not use ``record_property``, which
+warns under ``xunit2``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import pytest
 
@@ -60,12 +71,30 @@ def _file_name(nodeid: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_") or "test"
 
 
+def _recorder(request: Any) -> Callable[[str, object], None]:
+    """Records a JUnit property of the calling test, valid for the JUnit
+    family in use and without a warning: under ``xunit2`` (pytest's
+    default) a ``<testsuite>`` property named ``NAME[NODEID]`` (through
+    ``record_testsuite_property``, the xunit2-compatible fixture); otherwise
+    (``xunit1``, ``legacy``, or no ``--junitxml``) the test's
+    ``user_properties``, which pytest writes as the test case's properties."""
+    xunit2 = (
+        request.config.getoption("xmlpath", None) is not None
+        and request.config.getini("junit_family") not in ("xunit1", "legacy")
+    )
+    if xunit2:
+        suite = request.getfixturevalue("record_testsuite_property")
+        nodeid = request.node.nodeid
+        return lambda name, value: suite(f"{name}[{nodeid}]", value)
+    return lambda name, value: request.node.user_properties.append((name, value))
+
+
 class BiChecker:
     """What the ``mxbi_bi`` fixture gives a test."""
 
-    def __init__(self, request: Any, record_property: Any):
+    def __init__(self, request: Any):
         self._request = request
-        self._record = record_property
+        self._record = _recorder(request)
         self.reports: List[Any] = []
         self.report_dir: Optional[str] = request.config.getoption("--mxbi-report")
         self.strict: bool = bool(request.config.getoption("--mxbi-strict"))
@@ -80,6 +109,7 @@ class BiChecker:
         self.reports.append(report)
         path = self._write(report)
         self._record("mxbi_summary", report.summary_line())
+        self._record("mxbi_failures", ",".join(c.id for c in report.failures))
         if path is not None:
             self._record("mxbi_report", path)
         if not report.passed:
@@ -142,6 +172,6 @@ class BiChecker:
 
 
 @pytest.fixture
-def mxbi_bi(request: Any, record_property: Any) -> BiChecker:
+def mxbi_bi(request: Any) -> BiChecker:
     """Batch-invariance checks inside a test: ``mxbi_bi.check(fn, families=[...], k=..., n=...)``."""
-    return BiChecker(request, record_property)
+    return BiChecker(request)

@@ -10,6 +10,7 @@ so the two paths can be compared verdict for verdict and timed side by side.
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 import types
@@ -17,7 +18,9 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
+from . import _args
 from ._arrays import output_f32
+from ._mxbi import MxbiError
 
 __all__ = ["in_process", "InProcessRunner"]
 
@@ -55,7 +58,18 @@ def in_process(script: str, args: Sequence[str] = (), *, input: str = "f32") -> 
     element type the check draws in (the ``job["input"]`` a runner reads).
 
     While the script's top level runs, ``import mxbi_runner`` gives it a
-    module whose ``serve`` keeps the function instead of serving jobs."""
+    module whose ``serve`` keeps the function instead of serving jobs.
+    Raises :class:`MxbiError` when ``script`` is not a file, or exits or
+    ends without handing a function to ``serve``."""
+    script = _args.path(script, "script") or ""
+    if isinstance(args, (str, bytes)) or not hasattr(args, "__iter__"):
+        raise MxbiError(f"args: expected a list of strings (the script's arguments), got {_args._shown(args)}")
+    args = [_args.text(a, "args") for a in args]
+    input = _args.text(input, "input")
+    if input not in ("f32", "bf16", "f16", "e4m3", "e5m2"):
+        raise MxbiError(f"unknown input type '{input}'; expected f32, bf16, f16, e4m3 or e5m2")
+    if not os.path.isfile(script):
+        raise MxbiError(f"script: {script}: no such file")
     captured: List[Any] = []
 
     def capture(fn: Callable[..., Any], name: str, with_job: bool = False) -> None:
@@ -72,7 +86,7 @@ def in_process(script: str, args: Sequence[str] = (), *, input: str = "f32") -> 
         runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
         if not captured:
-            raise RuntimeError(f"{script} exited ({e.code}) before handing a function to serve") from None
+            raise MxbiError(f"{script} exited ({e.code}) before handing a function to serve") from None
     finally:
         sys.argv = argv
         if saved is None:
@@ -80,6 +94,6 @@ def in_process(script: str, args: Sequence[str] = (), *, input: str = "f32") -> 
         else:
             sys.modules["mxbi_runner"] = saved
     if not captured:
-        raise RuntimeError(f"{script} never called serve(fn, name)")
+        raise MxbiError(f"{script} never called serve(fn, name)")
     fn, name, with_job = captured[0]
     return InProcessRunner(fn, name, with_job, input)

@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import _args
 from ._arrays import to_numpy
+from ._mxbi import MxbiError
 
 __all__ = ["on_device", "to_numpy"]
 
@@ -40,6 +42,9 @@ def on_device(
     and returned as a CPU numpy array (bf16/f16/FP8 widened exactly to
     float32). The report names the subject after ``fn``.
     """
+    if not callable(fn):
+        raise MxbiError(f"fn: expected a callable fn(a, b) -> out on torch tensors, got {type(fn).__name__}")
+    synchronize = _args.flag(synchronize, "synchronize")
     import torch
 
     a_t = dtype if dtype is not None else torch.float32

@@ -25,8 +25,9 @@ use std::fmt::Display;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
+// named `mxbi.MxbiError` (its documented name; tracebacks print it so)
 pyo3::create_exception!(
-    _mxbi,
+    mxbi,
     MxbiError,
     PyValueError,
     "Bad input or a run that cannot happen: the message is the CLI's one line (exit code 2 there)."
@@ -42,6 +43,48 @@ where
     T::Err: Display,
 {
     s.parse::<T>().map_err(err)
+}
+
+/// A string argument of a public class's method: anything else is an
+/// `MxbiError` naming the argument (not PyO3's `TypeError`).
+fn str_arg(x: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    match x.cast::<PyString>() {
+        Ok(s) => Ok(s.to_string()),
+        Err(_) => Err(err(format!("{what}: expected a string, got {}", type_name(x)))),
+    }
+}
+
+/// An integer argument (Python's or numpy's, never a bool or a float) as a
+/// usize: negative, too large or not an integer is an `MxbiError` naming
+/// the argument (not PyO3's `OverflowError`/`TypeError`).
+fn usize_arg(x: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    let not_int = || err(format!("{what}: expected an integer, got {}", type_name(x)));
+    if x.is_instance_of::<pyo3::types::PyBool>() || !x.hasattr("__index__")? {
+        return Err(not_int());
+    }
+    let index = x.py().import("operator")?.getattr("index")?;
+    let i = index.call1((x,)).map_err(|_| not_int())?;
+    match i.extract::<usize>() {
+        Ok(v) => Ok(v),
+        Err(_) if i.lt(0)? => Err(err(format!("{what}: expected an integer >= 0, got {i}"))),
+        Err(_) => Err(err(format!("{what}: {i} is too large (at most {})", usize::MAX))),
+    }
+}
+
+/// A value's type and (short) repr for a message: `int 3`.
+fn type_name(x: &Bound<'_, PyAny>) -> String {
+    let ty = x
+        .get_type()
+        .name()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let r = x.repr().map(|s| s.to_string()).unwrap_or_default();
+    let r: String = if r.chars().count() > 60 {
+        r.chars().take(57).chain("...".chars()).collect()
+    } else {
+        r
+    };
+    format!("{ty} {r}")
 }
 
 fn parse_opt<T: FromStr>(s: Option<&str>) -> PyResult<Option<T>>
@@ -372,8 +415,10 @@ struct PyOrder {
 #[pymethods]
 impl PyOrder {
     #[new]
-    fn new(spec: &str) -> PyResult<Self> {
-        Ok(PyOrder { order: parse(spec)? })
+    fn new(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyOrder {
+            order: parse(&str_arg(spec, "spec")?)?,
+        })
     }
     fn __str__(&self) -> String {
         self.order.to_string()
@@ -398,7 +443,8 @@ impl PyOrder {
         bi::input_of(&self.order).name()
     }
     /// The reduction tree for K terms.
-    fn tree(&self, k: usize) -> PyResult<PyTree> {
+    fn tree(&self, k: &Bound<'_, PyAny>) -> PyResult<PyTree> {
+        let k = usize_arg(k, "k")?;
         self.order.check_size(k).map_err(err)?;
         Ok(PyTree {
             tree: self.order.compile(k),
@@ -406,14 +452,24 @@ impl PyOrder {
     }
     /// The first node where this order's tree and `other`'s differ for K
     /// (the text `mxbi order --diff` prints), or None when they are the same.
-    fn diff(&self, other: &PyOrder, k: usize) -> PyResult<Option<String>> {
+    /// `other`: an Order or its spelling.
+    fn diff(&self, other: &Bound<'_, PyAny>, k: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+        let other: Order = match other.cast::<PyOrder>() {
+            Ok(o) => o.get().order,
+            Err(_) => match other.cast::<PyString>() {
+                Ok(s) => parse(&s.to_string())?,
+                Err(_) => {
+                    return Err(err(format!(
+                        "other: expected an Order or its spelling, got {}",
+                        type_name(other)
+                    )))
+                }
+            },
+        };
+        let k = usize_arg(k, "k")?;
         self.order.check_size(k).map_err(err)?;
-        other.order.check_size(k).map_err(err)?;
-        Ok(self
-            .order
-            .compile(k)
-            .diff(&other.order.compile(k))
-            .map(|d| d.to_string()))
+        other.check_size(k).map_err(err)?;
+        Ok(self.order.compile(k).diff(&other.compile(k)).map(|d| d.to_string()))
     }
 }
 
@@ -445,7 +501,8 @@ impl PyTree {
         self.tree.k
     }
     /// One node described in words.
-    fn describe(&self, node: usize) -> PyResult<String> {
+    fn describe(&self, node: &Bound<'_, PyAny>) -> PyResult<String> {
+        let node = usize_arg(node, "node")?;
         if node >= self.tree.nodes.len() {
             return Err(err(format!(
                 "node {node} is out of range ({} nodes)",
@@ -543,6 +600,15 @@ fn values(x: &Operand<'_>, what: &str) -> PyResult<Vec<f32>> {
     }
 }
 
+/// B's layout by name: kn (`[K, N]`) or nk (`[N, K]`).
+fn b_layout_of(name: &str) -> PyResult<BLayout> {
+    match name {
+        "kn" => Ok(BLayout::Kn),
+        "nk" => Ok(BLayout::Nk),
+        x => Err(err(format!("unknown b_layout '{x}'; expected kn or nk"))),
+    }
+}
+
 fn operands(
     a: &Operand<'_>,
     b: &Operand<'_>,
@@ -551,11 +617,7 @@ fn operands(
     a_scales: Option<PyReadonlyArrayDyn<'_, u8>>,
     b_scales: Option<PyReadonlyArrayDyn<'_, u8>>,
 ) -> PyResult<Operands> {
-    let layout = match b_layout {
-        "kn" => BLayout::Kn,
-        "nk" => BLayout::Nk,
-        x => return Err(err(format!("unknown b_layout '{x}'; expected kn or nk"))),
-    };
+    let layout = b_layout_of(b_layout)?;
     let dims = |o: &Operand<'_>| match o {
         Operand::F32(x) => (x.shape()[0], x.shape()[1]),
         Operand::F64(x) => (x.shape()[0], x.shape()[1]),
@@ -1068,6 +1130,20 @@ impl PyFuzzOutcome {
     }
 }
 
+/// A library message that starts with the CLI's flag (`--max-k 0 is out of
+/// range`) names the Python argument instead (`max_k 0 is out of range`).
+fn argument_name(msg: &str) -> String {
+    match msg.strip_prefix("--") {
+        Some(rest) => {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .unwrap_or(rest.len());
+            format!("{}{}", rest[..end].replace('-', "_"), &rest[end..])
+        }
+        None => msg.to_string(),
+    }
+}
+
 /// Seconds as a duration, checked (the CLI's messages).
 fn seconds(what: &str, x: f64, max: f64, zero_ok: bool) -> PyResult<std::time::Duration> {
     let ok = if zero_ok { x >= 0.0 } else { x > 0.0 };
@@ -1187,7 +1263,7 @@ fn fuzz(
     // a KeyboardInterrupt (or SystemExit) inside fn ends the run
     take_abort(&parsed)?;
     let o = res.map_err(|e| match e {
-        FuzzError::BadInput(e) | FuzzError::Broken(e) => err(e),
+        FuzzError::BadInput(e) | FuzzError::Broken(e) => err(argument_name(&e)),
     })?;
     let name = subj.name();
     cli::something_ran(&name, &o).map_err(|e| err(e.0))?;
@@ -1316,7 +1392,9 @@ impl PyRevealed {
     fn disagreements(&self) -> usize {
         self.r.disagreement_count
     }
-    /// The recovered summation tree, one node a line.
+    /// The recovered summation tree, one node a line (a property, as
+    /// `order`: what the reveal found).
+    #[getter]
     fn shape(&self) -> String {
         self.r.shape.listing()
     }
@@ -1444,6 +1522,9 @@ fn accuracy<'py>(
     atol: Option<f64>,
 ) -> PyResult<PyAccuracy> {
     let mut standard: Standard = parse(standard)?;
+    // named wrongly is refused even where a golden is given (no a, b to read them for)
+    b_layout_of(b_layout)?;
+    parse_opt::<MxFormat>(format)?;
     if rtol.is_some() || atol.is_some() {
         let Standard::AssertClose { rtol: r, atol: t } = &mut standard else {
             return Err(err("rtol/atol apply to standard='assert-close' only"));

@@ -53,7 +53,7 @@ def test_a_split_k_by_m_kernel_fails_batch_exactly_where_its_split_changes():
     assert {c.m for c in report.cells} == {3, 4, 5, 9, 17}
     for c in report.cells:
         assert c.verdict == ("BI_FAIL" if c.m > 4 else "BI_PASS"), c
-    bad = report.failures()
+    bad = report.failures
     assert bad and all(c.bytes_differing > 0 and c.first_offenders for c in bad)
     text = str(report)
     assert "BI_FAIL  batch/m=5/k=96/n=6/row=0" in text
@@ -229,6 +229,7 @@ def test_bad_check_input():
         (dict(families=["bogus"]), "families: unknown family 'bogus'; expected one of: content, batch"),
         (dict(families=["rank"]), "the rank family needs a subject with world size 2 or more"),
         (dict(families=["batch"], k=0), r"K = 0 is out of range \(1..="),
+        (dict(families=["batch"], k=-5), "k: expected a positive integer, got -5"),
         (dict(families=["batch"], m="1,x"), "m: '1,x' is not a batch size"),
         (dict(families=["batch"], input="fp8"), "unknown input type 'fp8'"),
         (dict(families=["switch"]), "the switch family needs a second subject"),
@@ -259,8 +260,8 @@ def test_witnesses_fail_a_bf16_table_from_its_boundary_as_the_cli_does(tmp_path)
     spec = f"dispatch:{tmp_path / 't.json'}"
     kw = dict(families=["batch", "position"], k=256, n=16, m=[1, 16, 17, 33])
     r = mxbi.bi.check(spec, **kw)
-    assert [c.m for c in r.failures()] == [17, 33]
-    assert [w["cell"] for w in r.witnesses] == [c.id for c in r.failures()]
+    assert [c.m for c in r.failures] == [17, 33]
+    assert [w["cell"] for w in r.witnesses] == [c.id for c in r.failures]
     for w in r.witnesses:
         assert w["outcome"] == "fail" and w["base"] == {"order": "fma;out=bf16", "known": "declared"}
         assert w["var"]["order"] == "fma;split=4;out=bf16" and w["witness"]["subject_columns"] > 0

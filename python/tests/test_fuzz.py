@@ -72,7 +72,7 @@ def test_the_minimal_case_replays_failing_in_process(found):
     r, _ = found
     rep = r.replay()
     assert not rep.passed and rep.exit_code == 1
-    bad = rep.failures()
+    bad = rep.failures
     assert bad and all(c.m == 9 for c in bad)
     assert bad[0].first_offenders == r.failure.cell.first_offenders
     # the same case on an invariant kernel holds: the replay can pass

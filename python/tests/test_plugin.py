@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+
+import pytest
 
 KERNELS = '''
 import numpy as np
@@ -50,7 +53,46 @@ def test_the_fixture_fails_the_test_with_the_verdict_table(pytester):
     assert r["schema"] == "mxbi-bi-report/1" and r["subject"] == "python:split_k_by_m"
     assert {(c["m"], c["verdict"]) for c in r["cells"]} == {(3, "BI_PASS"), (8, "BI_FAIL")}
     props = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
-    assert props["mxbi_report"].endswith("test_kernels.py_test_split.json")
+    assert props["mxbi_report[test_kernels.py::test_split]"].endswith("test_kernels.py_test_split.json")
+
+
+@pytest.mark.parametrize("family", [None, "xunit2", "xunit1", "legacy"])
+def test_the_junit_xml_carries_the_properties_without_a_warning(pytester, family):
+    """Under every junit_family (None: pytest's default, xunit2) the run
+    prints no warning (-W error would turn one into an error) and the JUnit
+    XML carries each check's properties: on the <testsuite> under xunit2
+    (whose schema has none on a test case), on the test case otherwise."""
+    pytester.makepyfile(test_kernels=KERNELS)
+    args = ["-W", "error", "--mxbi-report", "reports", "--junitxml", "junit.xml"]
+    if family is not None:
+        args += ["-o", f"junit_family={family}"]
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "warnings summary" not in out and not re.search(r"\d+ warnings? in", out), out
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    suite_props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    split_json = "reports/test_kernels.py_test_split.json"  # as given: --mxbi-report reports
+    if family in (None, "xunit2"):
+        assert all(c.find("properties") is None for c in cases.values())  # the xunit2 schema
+        props = {
+            "split": {k.split("[")[0]: v for k, v in suite_props.items() if k.endswith("::test_split]")},
+            "invariant": {k.split("[")[0]: v for k, v in suite_props.items() if k.endswith("::test_invariant]")},
+        }
+        assert "mxbi_summary[test_kernels.py::test_split]" in suite_props
+    else:
+        assert suite_props == {}
+        props = {
+            name: {p.get("name"): p.get("value") for p in cases[f"test_{name}"].findall("properties/property")}
+            for name in ("split", "invariant")
+        }
+    assert props["split"]["mxbi_report"] == split_json
+    assert props["split"]["mxbi_failures"] == "batch/m=8/k=64/n=16/row=0"
+    assert props["split"]["mxbi_summary"].startswith("2 cells: 1 BI_PASS, 1 BI_FAIL, ")
+    assert props["invariant"]["mxbi_failures"] == ""
+    assert set(props["invariant"]) == {"mxbi_summary", "mxbi_failures", "mxbi_report"}
 
 
 def test_the_plugin_is_registered_by_its_entry_point(pytester):
