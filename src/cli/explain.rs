@@ -43,6 +43,10 @@ pub struct ExplainArgs {
     /// The cell id as the report names it (`batch/m=2/k=1024/n=64/row=0`).
     #[arg(long, requires = "case")]
     pub cell: Option<String>,
+    /// The case's `exec:` subject (or vs) may run its command (docs/BI.md,
+    /// "Case files are data"; also MXBI_ALLOW_EXEC=1).
+    #[arg(long, requires = "case")]
+    pub allow_exec: bool,
     /// A second observation of the same rows: the two are identified,
     /// diffed and the divergence explained.
     #[arg(long)]
@@ -539,6 +543,8 @@ fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
 fn explain_cell(x: &ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
     use crate::bi::{Family, RowPos, Rows};
     let case = super::bi_case::load(case_path)?;
+    super::allow_exec::check(&case_path.display().to_string(), &case, x.allow_exec, "--allow-exec")
+        .map_err(CliError)?;
     let base = case_path.parent().unwrap_or(Path::new("."));
     let spec = resolve_spec(&case.subject, base);
     let mut subject = super::bi::parse_subject(&spec)?;
