@@ -231,4 +231,5 @@ def check_case(
     subject: object = None,
     name: Optional[str] = None,
     timeout: Optional[float] = None,
+    allow_exec: bool = False,
 ) -> RawReport: ...
