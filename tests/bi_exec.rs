@@ -531,7 +531,8 @@ fn a_case_resolves_its_relative_paths_against_its_own_folder() {
     let (code, out, err) = e.mxbi(&["bi", "run", &dump_case]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("0 BI_FAIL"), "{out}");
-    let (code, out, err) = e.mxbi(&["bi", "run", &exec_case]);
+    // a case file's exec: command runs only when allowed (tests/bi_allow_exec.rs)
+    let (code, out, err) = e.mxbi(&["bi", "run", "--allow-exec", &exec_case]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("2 BI_PASS"), "{out}");
     // the error names the resolved folder

@@ -243,7 +243,9 @@ fn an_exec_runner_that_switches_above_m8_shrinks_to_m9() {
         stdout.contains("the variant row is fma;split=2") || stdout.contains("the variant row is muladd;split=2"),
         "{stdout}"
     );
-    let (code, stdout, stderr) = mxbi(&dir, &["bi", "run", "o/minimal.json"]);
+    // the minimal case names the runner: its replay allows it (and says so)
+    assert!(stdout.contains("(replay: mxbi bi run --allow-exec "), "{stdout}");
+    let (code, stdout, stderr) = mxbi(&dir, &["bi", "run", "--allow-exec", "o/minimal.json"]);
     assert_eq!(code, 1, "{stdout}{stderr}");
 }
 

@@ -236,4 +236,5 @@ def check_case(
     subject: object = None,
     name: Optional[str] = None,
     timeout: Optional[float] = None,
+    allow_exec: bool = False,
 ) -> RawReport: ...

@@ -1299,15 +1299,19 @@ fn fuzz(
 
 /// Runs a case file (`mxbi-bi-case/1` text) as `mxbi bi run CASE` does, on
 /// `subject` (a callable or a spec string; None: the case's own subject).
-/// Paths in the case's subject are read from the current folder.
+/// Paths in the case's subject are read from the current folder. The
+/// case's own `exec:` subject runs only with `allow_exec` (or
+/// MXBI_ALLOW_EXEC=1; docs/BI.md, "Case files are data"), else
+/// `MxbiError` naming the command.
 #[pyfunction]
-#[pyo3(signature = (case, subject=None, name=None, timeout=None))]
+#[pyo3(signature = (case, subject=None, name=None, timeout=None, allow_exec=false))]
 fn check_case(
     py: Python<'_>,
     case: &str,
     subject: Option<&Bound<'_, PyAny>>,
     name: Option<String>,
     timeout: Option<f64>,
+    allow_exec: bool,
 ) -> PyResult<PyReport> {
     let c = bi::Case::parse("case", case).map_err(err)?;
     let ctx = RunnerCtx {
@@ -1316,6 +1320,9 @@ fn check_case(
     };
     if c.vs.is_some() {
         return Err(err("case: a switch case (vs) is run with mxbi bi run"));
+    }
+    if subject.is_none() {
+        mxbi::cli::allow_exec::check("case", &c, allow_exec, "allow_exec=True").map_err(err)?;
     }
     let knobs = c.knobs.filter(|k| !k.is_empty());
     let s = match (subject, knobs) {

@@ -85,7 +85,7 @@ def test_the_minimal_case_replays_failing_through_the_cli(found, tmp_path):
     runner.write_text(RUNNER.format(tests=str(ROOT / "python" / "tests"), examples=str(ROOT / "examples")))
     case = dict(r.failure.case, subject=f"exec:{sys.executable} {runner}")
     (tmp_path / "case.json").write_text(json.dumps(case))
-    p = run_cli(["bi", "run", "case.json", "--json", "r.json"], cwd=tmp_path, check=False)
+    p = run_cli(["bi", "run", "--allow-exec", "case.json", "--json", "r.json"], cwd=tmp_path, check=False)
     assert p.returncode == 1, p.stdout + p.stderr
     cells = json.loads((tmp_path / "r.json").read_text())["cells"]
     assert [c["verdict"] for c in cells] == ["BI_FAIL"] and cells[0]["m"] == 9

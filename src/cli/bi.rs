@@ -106,6 +106,11 @@ pub struct RunArgs {
     /// from the subject's bytes, `off` skips it.
     #[arg(long, value_name = "WHEN", default_value = "auto", num_args = 0..=1, default_missing_value = "on")]
     pub witness: String,
+    /// A case file whose subject (or vs) is `exec:CMD` may run CMD
+    /// (docs/BI.md, "Case files are data"; also MXBI_ALLOW_EXEC=1). A
+    /// `--subject exec:CMD` typed here runs without it.
+    #[arg(long)]
+    pub allow_exec: bool,
     #[command(flatten)]
     pub out: ReportArgs,
 }
@@ -272,7 +277,7 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) 
 pub fn run(c: BiCommand) -> Result<Outcome> {
     match c {
         BiCommand::Run(a) => match &a.case {
-            Some(case) => super::bi_case::run_case(case, &a.out),
+            Some(case) => super::bi_case::run_case(case, &a.out, a.allow_exec),
             None => run_check(a),
         },
         BiCommand::Merge(a) => super::bi_report::merge_reports(a),

@@ -37,9 +37,13 @@ pub fn load(path: &Path) -> Result<Case> {
     Case::parse(&name, &text).map_err(CliError)
 }
 
-pub fn run_case(path: &Path, out: &ReportArgs) -> Result<Outcome> {
+/// Runs the case file at `path`; an `exec:` subject in it only when
+/// `allow_exec` (`--allow-exec`) or MXBI_ALLOW_EXEC=1 allows it
+/// ([`super::allow_exec`]), else exit 2 naming the command.
+pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
+    super::allow_exec::check(&name, &case, allow_exec, "--allow-exec").map_err(CliError)?;
     let base = path.parent().unwrap_or(Path::new(""));
     let ctx = RunnerCtx {
         input: case.input.map(|i| i.0),

@@ -43,6 +43,10 @@ pub struct ExplainArgs {
     /// The cell id as the report names it (`batch/m=2/k=1024/n=64/row=0`).
     #[arg(long, requires = "case")]
     pub cell: Option<String>,
+    /// The case's `exec:` subject (or vs) may run its command (docs/BI.md,
+    /// "Case files are data"; also MXBI_ALLOW_EXEC=1).
+    #[arg(long, requires = "case")]
+    pub allow_exec: bool,
     /// A second observation of the same rows: the two are identified,
     /// diffed and the divergence explained.
     #[arg(long)]

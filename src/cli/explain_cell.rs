@@ -59,6 +59,8 @@ fn side_words(m: usize, at: usize, rank: usize) -> String {
 /// case's subject, and the target row's two observations explained.
 pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
     let case = super::bi_case::load(case_path)?;
+    super::allow_exec::check(&case_path.display().to_string(), &case, x.allow_exec, "--allow-exec")
+        .map_err(CliError)?;
     let base = case_path.parent().unwrap_or(Path::new("."));
     let spec = resolve_spec(&case.subject, base);
     let mut subject = super::bi::parse_subject(&spec)?;

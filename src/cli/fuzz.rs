@@ -347,8 +347,14 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
     }
     let minimal = a.out.join("minimal.json");
     write_files(&a.out, name, o)?;
+    // the minimal case names the fuzzed exec: command: its replay must allow it
+    let allow = if super::allow_exec::is_exec(&a.subject) {
+        "--allow-exec "
+    } else {
+        ""
+    };
     outln!(
-        "minimal case: {} (replay: mxbi bi run {})",
+        "minimal case: {} (replay: mxbi bi run {allow}{})",
         minimal.display(),
         minimal.display()
     );

@@ -21,6 +21,7 @@ macro_rules! out {
 }
 
 mod accuracy;
+pub mod allow_exec;
 pub mod bench;
 mod bi;
 mod bi_case;
