@@ -123,6 +123,7 @@ class RawReport:
     def junit(self, strict: bool = False) -> str: ...
     def exit_code(self, strict: bool = False) -> int: ...
     def summary_line(self) -> str: ...
+    def explanation_lines(self) -> List[List[str]]: ...
 
 def check(
     subject: object,
@@ -139,6 +140,7 @@ def check(
     vs_name: Optional[str] = None,
     timeout: Optional[float] = None,
     witness: str = "auto",
+    explain: bool = True,
 ) -> RawReport: ...
 
 @final
@@ -237,4 +239,5 @@ def check_case(
     name: Optional[str] = None,
     timeout: Optional[float] = None,
     allow_exec: bool = False,
+    explain: bool = True,
 ) -> RawReport: ...

@@ -87,6 +87,51 @@ class Control:
         return cls(**{f: d.get(f) for f in cls.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """Why a family failed: its first failing cell explained, as the report's
+    ``explanations`` hold it (docs/BI.md, "Explanations in the report").
+
+    ``base`` and ``variant``: each side's ``side`` (where the row sits),
+    ``order`` (None when not nameable), ``known`` (``declared``,
+    ``identified``, ``op-model`` or ``not-nameable``), ``closest`` (the
+    nearest order and its distance, when not nameable) and ``path`` (an op's
+    LOCAL or GATHER). ``first_node``: where the two computations first
+    differ, in words. ``mechanism`` and ``fixes``: in words. ``note``: what
+    could not be explained. ``str()``: the lines ``mxbi bi run`` prints.
+    """
+
+    family: str
+    cell: str
+    failing_cells: int
+    base: Optional[Dict[str, Any]]
+    variant: Optional[Dict[str, Any]]
+    first_node: Optional[str]
+    mechanism: List[str]
+    fixes: List[str]
+    note: Optional[str]
+    #: the headline and detail lines, as the CLI prints them
+    lines: List[str] = field(default_factory=list, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], lines: List[str]) -> "Explanation":
+        return cls(
+            family=d["family"],
+            cell=d["cell"],
+            failing_cells=d["failing_cells"],
+            base=d.get("base"),
+            variant=d.get("variant"),
+            first_node=d.get("first_node"),
+            mechanism=list(d.get("mechanism", [])),
+            fixes=list(d.get("fixes", [])),
+            note=d.get("note"),
+            lines=list(lines),
+        )
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
 class Report:
     """A whole check (the report ``mxbi bi run`` writes).
 
@@ -98,7 +143,7 @@ class Report:
 
     What the check found is an attribute or a property (``cells``,
     ``failures``, ``passed``, ``exit_code``, ``valid``, ``counts``,
-    ``controls``, ``witnesses``, ``summary``); the methods render the report
+    ``controls``, ``witnesses``, ``explanations``, ``summary``); the methods render the report
     in the CLI's formats (:meth:`to_json`, :meth:`markdown`, :meth:`svg`,
     :meth:`junit`, :meth:`summary_line`) or write it (:meth:`write_json`).
     """
@@ -122,6 +167,12 @@ class Report:
         #: differ (each a dict: cell, base, var, outcome, matches, finding,
         #: witness; docs/BI.md, "Witnesses")
         self.witnesses: List[Dict[str, Any]] = list(d.get("witnesses", []))
+        #: why each failing family failed: its first failing cell explained
+        #: (both orders, the first diverging node, the fix; empty when no cell
+        #: failed or with ``explain=False``)
+        self.explanations: List[Explanation] = [
+            Explanation.from_dict(e, lines) for e, lines in zip(d.get("explanations", []), raw.explanation_lines())
+        ]
         if self.ms is None:
             self.ms = d.get("options", {}).get("ms")
 
@@ -246,6 +297,7 @@ def check(
     boundaries: Sequence[int] = (),
     timeout: Optional[float] = None,
     witness: Union[bool, str] = "auto",
+    explain: bool = True,
 ) -> Report:
     """Runs a subject through variant families; one verdict per cell, as
     ``mxbi bi run``.
@@ -269,6 +321,10 @@ def check(
     bytes; ``False`` (or ``"off"``) skips it. The results are the report's
     ``witnesses``; a cell whose subject's bytes differ on a witness is
     ``BI_FAIL``.
+    ``explain``: explain each failing family's first failing cell (both
+    orders, the first diverging node, the fix), as ``mxbi bi run`` does;
+    the report's ``explanations`` and ``str(report)`` carry it. False skips
+    it (``--no-explain``).
 
     Raises :class:`MxbiError` for bad input; a failing check is a report
     whose ``passed`` is False, never an exception.
@@ -296,6 +352,7 @@ def check(
         None if vs is None else _name(vs, None),
         _args.seconds(timeout, "timeout"),
         _witness(witness),
+        _args.flag(explain, "explain"),
     )
     return Report(raw, strict=strict, ms=ms)
 

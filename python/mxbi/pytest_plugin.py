@@ -110,6 +110,8 @@ class BiChecker:
         path = self._write(report)
         self._record("mxbi_summary", report.summary_line())
         self._record("mxbi_failures", ",".join(c.id for c in report.failures))
+        if report.explanations:
+            self._record("mxbi_explanations", " | ".join(e.lines[0] for e in report.explanations if e.lines))
         if path is not None:
             self._record("mxbi_report", path)
         if not report.passed:
@@ -150,7 +152,12 @@ class BiChecker:
         return result
 
     def _explain(self, fn: Any, report: Any) -> Optional[str]:
+        """The report's explanations name each failing family's orders; only
+        when a side is not nameable is the kernel probed (``reveal``)."""
         if not self.explain or not any(c.verdict == "BI_FAIL" for c in report.cells):
+            return None
+        named = lambda s: s is not None and s.get("order") is not None  # noqa: E731
+        if report.explanations and all(named(e.base) and named(e.variant) for e in report.explanations):
             return None
         import mxbi
 

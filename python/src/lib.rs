@@ -1023,11 +1023,15 @@ impl PyReport {
     fn summary_line(&self) -> String {
         self.report.summary_line()
     }
+    /// Each explanation's lines as `mxbi bi run` prints them.
+    fn explanation_lines(&self) -> Vec<Vec<String>> {
+        self.report.explanations.iter().map(|e| e.lines()).collect()
+    }
 }
 
 /// The batch-invariance checker, as `mxbi bi run`.
 #[pyfunction]
-#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None, witness="auto"))]
+#[pyo3(signature = (subject, families, k, n, ms=None, rows=None, input=None, seed=1, repeats=3, vs=None, name=None, vs_name=None, timeout=None, witness="auto", explain=true))]
 #[allow(clippy::too_many_arguments)]
 fn check<'py>(
     py: Python<'py>,
@@ -1045,6 +1049,7 @@ fn check<'py>(
     vs_name: Option<String>,
     timeout: Option<f64>,
     witness: &str,
+    explain: bool,
 ) -> PyResult<PyReport> {
     let mode: bi::witness::WitnessMode = witness.parse().map_err(|e| err(format!("witness: {e}")))?;
     let input_named = input.map(|t| in_type(Some(t), None)).transpose()?;
@@ -1052,6 +1057,8 @@ fn check<'py>(
         input: input_named,
         timeout,
     };
+    let spec_of = |x: &Bound<'py, PyAny>| x.cast::<PyString>().ok().map(|s| s.to_string());
+    let (spec, vs_spec) = (spec_of(subject), vs.and_then(spec_of));
     let s = self::subject(subject, name, ctx)?;
     let v = vs.map(|v| self::subject(v, vs_name, ctx)).transpose()?;
     let families: Vec<Family> = families
@@ -1087,6 +1094,20 @@ fn check<'py>(
         let mut r = bi::check(subj, other, &opts, &|_, _| {})?;
         let rows = bi::Rows::new(opts.seed, opts.k, opts.n, opts.input);
         bi::witness::apply(&mut r, subj, &opts, &rows, check)?;
+        // each failing family explained, as `mxbi bi run` does
+        if explain {
+            let name = subj.name();
+            mxbi::cli::explain_report(
+                &mut r,
+                subj,
+                other,
+                spec.as_deref().unwrap_or(&name),
+                vs_spec.as_deref(),
+                &Knobs::default(),
+                &opts,
+                bi::Content::default(),
+            );
+        }
         Ok::<Report, String>(r)
     });
     // a KeyboardInterrupt (or SystemExit) inside fn ends the check
@@ -1304,7 +1325,7 @@ fn fuzz(
 /// MXBI_ALLOW_EXEC=1; docs/BI.md, "Case files are data"), else
 /// `MxbiError` naming the command.
 #[pyfunction]
-#[pyo3(signature = (case, subject=None, name=None, timeout=None, allow_exec=false))]
+#[pyo3(signature = (case, subject=None, name=None, timeout=None, allow_exec=false, explain=true))]
 fn check_case(
     py: Python<'_>,
     case: &str,
@@ -1312,6 +1333,7 @@ fn check_case(
     name: Option<String>,
     timeout: Option<f64>,
     allow_exec: bool,
+    explain: bool,
 ) -> PyResult<PyReport> {
     let c = bi::Case::parse("case", case).map_err(err)?;
     let ctx = RunnerCtx {
@@ -1349,7 +1371,21 @@ fn check_case(
         .map_err(|e| err(format!("case: {e}")))?;
     let content = c.content.unwrap_or_default();
     let subj: &dyn Subject = s.subject.as_ref();
-    let result = py.detach(|| bi::check_content(subj, None, &opts, content, &|_, _| {}));
+    let spec = match subject {
+        Some(x) => x.cast::<PyString>().ok().map(|s| s.to_string()),
+        None => Some(c.subject.clone()),
+    };
+    let knobs_used = c.knobs.unwrap_or_default();
+    let result = py.detach(|| {
+        let mut r = bi::check_content(subj, None, &opts, content, &|_, _| {})?;
+        // each failing family explained, as `mxbi bi run CASE` does
+        if explain {
+            let name = subj.name();
+            let spec = spec.as_deref().unwrap_or(&name);
+            mxbi::cli::explain_report(&mut r, subj, None, spec, None, &knobs_used, &opts, content);
+        }
+        Ok::<Report, String>(r)
+    });
     take_abort(&s)?;
     let mut report = result.map_err(err)?;
     report.case = Some(bi::CaseInfo {

@@ -67,3 +67,30 @@ pub(super) fn explain_failures(report: &mut Report, setup: &CellSetup) {
     }
     report.explanations = out;
 }
+
+/// The explanations of `report` (as `mxbi bi run` adds them) for callers
+/// outside the CLI (the Python binding): `spec` / `vs_spec` name the
+/// subjects as given (an `op:` or `dispatch:` spec adds the op's paths or
+/// the table's orders; any other name explains by identification).
+#[allow(clippy::too_many_arguments)]
+pub fn explain_report(
+    report: &mut Report,
+    subject: &dyn crate::subject::Subject,
+    vs: Option<&dyn crate::subject::Subject>,
+    spec: &str,
+    vs_spec: Option<&str>,
+    knobs: &crate::subject::Knobs,
+    opts: &crate::bi::CheckOptions,
+    content: crate::bi::Content,
+) {
+    let setup = CellSetup {
+        subject,
+        vs,
+        spec,
+        vs_spec,
+        knobs,
+        opts,
+        content,
+    };
+    explain_failures(report, &setup);
+}

@@ -103,6 +103,11 @@ pub struct RevealDirect {
     /// comparison does; not counted in `launches`.
     #[arg(long)]
     pub warmup: bool,
+    /// Also print the recovered tree node by node (one `nI = sum(...)`
+    /// line per addition) when no order names it; the default is a
+    /// summary in a few lines.
+    #[arg(long)]
+    pub tree: bool,
 }
 
 #[derive(Args, Debug)]
@@ -590,7 +595,7 @@ pub(super) fn options(s: &RevealShape, default_input: Option<InType>) -> Result<
     })
 }
 
-pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()> {
+pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool, tree: bool) -> Result<()> {
     if as_json {
         outln!(
             "{}",
@@ -605,6 +610,8 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()>
                 "disagreements": r.disagreements,
                 "disagreement_count": r.disagreement_count,
                 "shape_matches": r.shape_matches.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+                "nearest": r.closest,
+                "summary": r.shape.describe(),
                 "verified_elements": r.verified_elements,
                 "repeated_probes": r.repeats.probes,
                 "repeats": r.repeats.repeats,
@@ -620,6 +627,9 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool) -> Result<()>
         out!("{r}");
         if !r.to_string().ends_with('\n') {
             outln!();
+        }
+        if tree && r.order.is_none() {
+            outln!("the recovered tree:\n{}", r.shape.listing());
         }
     }
     Ok(())
@@ -721,7 +731,7 @@ pub fn reveal(a: RevealArgs) -> Result<Outcome> {
             super::write_stderr_line(&format!("reveal timing: {what} {secs:.3} s"));
         }
     }
-    print_revealed(&r, a.direct.json)?;
+    print_revealed(&r, a.direct.json, a.direct.tree)?;
     Ok(outcome(&r))
 }
 

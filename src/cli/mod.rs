@@ -26,6 +26,7 @@ pub mod bench;
 mod bi;
 mod bi_case;
 mod bi_explain;
+pub use bi_explain::explain_report;
 mod bi_report;
 mod demo;
 mod device;

@@ -403,7 +403,7 @@ fn step(dir: &Path, o: RevealOptions, mx: Option<MxFormat>, manifest: &Value, as
     let pending = f.pending.lock().map(|p| p.clone()).unwrap_or_default();
     match r {
         Ok(r) => {
-            print_revealed(&r, as_json)?;
+            print_revealed(&r, as_json, false)?;
             Ok(outcome(&r))
         }
         Err(_) if !pending.is_empty() => {

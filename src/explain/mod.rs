@@ -38,4 +38,4 @@ pub use exactness::{analyze, ElementExactness, Reason};
 pub use fix::{suggest, Fix, Varies};
 pub use identify::{identify, simplest_order, Closest, IdentifyOptions, RowIdentity};
 pub use reveal::{reveal, reveal_mx, ChangedAnswer, Repeats, RevealError, RevealOptions, Revealed};
-pub use shape::Shape;
+pub use shape::{Form, Part, Shape, ShapeMiss};

@@ -248,6 +248,196 @@ impl Shape {
     }
 }
 
+/// How a subtree combines its terms ([`Shape::form`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Form {
+    /// One term.
+    Term,
+    /// A chain: each addition adds the previous result and fresh terms
+    /// (`fan_in` 2: one term at a time; more: fused sums of `fan_in - 1`);
+    /// `ascending`: the terms join in increasing k (Some(false):
+    /// decreasing; None: neither).
+    Chain { fan_in: usize, ascending: Option<bool> },
+    /// Balanced pairwise additions (depth ceil(log2(terms))).
+    Pairwise,
+    /// Anything else, by its depth and widest addition.
+    Mixed { depth: usize, fan_in: usize },
+}
+
+/// One subtree: the terms it covers and how it combines them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Part {
+    /// Smallest and largest term.
+    pub lo: u32,
+    pub hi: u32,
+    pub terms: usize,
+    /// The terms' spacing when they are evenly spaced (1: contiguous).
+    pub step: Option<u32>,
+    pub form: Form,
+}
+
+/// The nearest family order by tree ([`Shape::distance`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ShapeMiss {
+    pub order: crate::order::Order,
+    /// Tree edges (child, parent) in one tree and not the other.
+    pub edges_differ: usize,
+    /// The first edge of the recovered tree the order lacks: the child's
+    /// (smallest term, terms) and its parent's.
+    pub first: Option<[u32; 4]>,
+}
+
+impl Shape {
+    /// The terms under `c`, sorted.
+    fn terms(&self, c: Child) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut stack = vec![c];
+        while let Some(x) = stack.pop() {
+            match x {
+                Child::Leaf(k) => out.push(k),
+                Child::Node(i) => stack.extend(self.nodes[i].iter().copied()),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// How the subtree under `c` combines its terms.
+    pub fn form(&self, c: Child) -> Form {
+        let Child::Node(root) = c else {
+            return Form::Term;
+        };
+        // depth, widest addition, and whether every node has at most one
+        // node child (a chain), over the subtree
+        let (mut depth, mut fan_in, mut chain, mut leaves) = (0usize, 0usize, true, 0usize);
+        let mut stack = vec![(root, 1usize)];
+        while let Some((i, d)) = stack.pop() {
+            depth = depth.max(d);
+            let ch = &self.nodes[i];
+            fan_in = fan_in.max(ch.len());
+            let mut inner = 0;
+            for x in ch {
+                match x {
+                    Child::Node(j) => {
+                        inner += 1;
+                        stack.push((*j, d + 1));
+                    }
+                    Child::Leaf(_) => leaves += 1,
+                }
+            }
+            chain &= inner <= 1;
+        }
+        let balanced = (leaves.max(1) as f64).log2().ceil() as usize;
+        if chain && (depth > 1 || !(fan_in == 2 && depth == balanced)) {
+            Form::Chain {
+                fan_in,
+                ascending: self.join_order(root),
+            }
+        } else if fan_in == 2 && depth == balanced {
+            Form::Pairwise
+        } else {
+            Form::Mixed { depth, fan_in }
+        }
+    }
+
+    /// A chain's terms in the order they join (deepest addition first):
+    /// Some(true) increasing k, Some(false) decreasing, None neither.
+    fn join_order(&self, root: usize) -> Option<bool> {
+        let mut joined: Vec<Vec<u32>> = Vec::new();
+        let mut at = Some(root);
+        while let Some(i) = at {
+            at = None;
+            let mut here = Vec::new();
+            for c in &self.nodes[i] {
+                match c {
+                    Child::Leaf(k) => here.push(*k),
+                    Child::Node(j) => at = Some(*j),
+                }
+            }
+            here.sort_unstable();
+            joined.push(here);
+        }
+        // the terms of one addition join together (unordered)
+        let groups: Vec<(u32, u32)> = joined
+            .into_iter()
+            .rev()
+            .filter(|g| !g.is_empty())
+            .map(|g| (g[0], g[g.len() - 1]))
+            .collect();
+        if groups.windows(2).all(|w| w[0].1 < w[1].0) {
+            Some(true)
+        } else if groups.windows(2).all(|w| w[0].0 > w[1].1) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The subtree under `c` as a [`Part`].
+    pub fn part(&self, c: Child) -> Part {
+        let t = self.terms(c);
+        let (lo, hi) = (t.first().copied().unwrap_or(0), t.last().copied().unwrap_or(0));
+        let step = match t.len() {
+            0 | 1 => Some(1),
+            _ => {
+                let s = t[1] - t[0];
+                t.windows(2).all(|w| w[1] - w[0] == s).then_some(s)
+            }
+        };
+        Part {
+            lo,
+            hi,
+            terms: t.len(),
+            step,
+            form: self.form(c),
+        }
+    }
+
+    /// The parts the root adds (its children; one part: the whole tree
+    /// when the root is a chain or a single term).
+    pub fn root_parts(&self) -> Vec<Part> {
+        match self.root {
+            None => Vec::new(),
+            Some(r @ Child::Leaf(_)) => vec![self.part(r)],
+            Some(r @ Child::Node(i)) => match self.form(r) {
+                Form::Chain { .. } => vec![self.part(r)],
+                _ => self.nodes[i].iter().map(|&c| self.part(c)).collect(),
+            },
+        }
+    }
+
+    /// The distance from this tree to `other`'s canonical form: edges in
+    /// one and not the other, and the first edge of this tree `other`
+    /// lacks.
+    pub fn distance(canon: &[[u32; 4]], other: &[[u32; 4]]) -> (usize, Option<[u32; 4]>) {
+        let (mut i, mut j, mut differ, mut first) = (0, 0, 0, None);
+        while i < canon.len() || j < other.len() {
+            match (canon.get(i), other.get(j)) {
+                (Some(a), Some(b)) if a == b => {
+                    i += 1;
+                    j += 1;
+                }
+                (Some(a), Some(b)) if a < b => {
+                    first = first.or(Some(*a));
+                    differ += 1;
+                    i += 1;
+                }
+                (Some(a), None) => {
+                    first = first.or(Some(*a));
+                    differ += 1;
+                    i += 1;
+                }
+                _ => {
+                    differ += 1;
+                    j += 1;
+                }
+            }
+        }
+        (differ, first)
+    }
+}
+
 impl Shape {
     /// Reads a listing in the form [`Shape::listing`] writes (what `mxbi
     /// reveal --json` stores as `tree`): one `nI = sum(C, C, ...)` line per

@@ -7,6 +7,7 @@ use super::exactness::Reason;
 use super::fix::{Fix, Varies};
 use super::identify::RowIdentity;
 use super::reveal::{Revealed, Scheme};
+use super::shape::{Form, Part, Shape};
 use std::fmt;
 
 impl fmt::Display for Location {
@@ -256,18 +257,125 @@ impl fmt::Display for Revealed {
             }
             None => {
                 if self.shape_matches.is_empty() {
-                    writeln!(f, "no order of the family has this tree; the recovered tree:")?;
+                    writeln!(f, "no order of the family has this tree; the recovered tree in words:")?;
                 } else {
                     let e: Vec<String> = self.shape_matches.iter().take(8).map(|o| o.to_string()).collect();
                     writeln!(
                         f,
-                        "the tree is that of {} but none of them reproduces the bytes (the step arithmetic is not in the family); the recovered tree:",
+                        "the tree is that of {} but none of them reproduces the bytes (the step arithmetic is not in the family); the tree in words:",
                         e.join(", ")
                     )?;
                 }
-                write!(f, "{}", self.shape.listing())
+                for l in self.shape.describe() {
+                    writeln!(f, "  {l}")?;
+                }
+                if let Some(c) = &self.closest {
+                    let mut w = format!(
+                        "  nearest family order by tree: {} ({} of the tree's edges differ",
+                        c.order, c.edges_differ
+                    );
+                    if let Some([l, n, pl, pn]) = c.first {
+                        w.push_str(&format!(
+                            "; first departure: {} joins the addition over {}",
+                            span(l, n),
+                            span(pl, pn)
+                        ));
+                    }
+                    writeln!(f, "{w})")?;
+                }
+                writeln!(
+                    f,
+                    "  the full tree: mxbi reveal --tree (JSON: \"tree\"; Python: revealed.listing())"
+                )
             }
         }
+    }
+}
+
+/// `k 12` (one term) or `k 0..255` (a node's smallest term and count).
+fn span(lo: u32, n: u32) -> String {
+    if n <= 1 {
+        format!("k {lo}")
+    } else if lo == u32::MAX {
+        "the root".to_string()
+    } else {
+        format!("the node of k {lo}.. ({n} terms)")
+    }
+}
+
+impl fmt::Display for Form {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Form::Term => f.write_str("one term"),
+            Form::Chain { fan_in, ascending } => {
+                match fan_in {
+                    2 => f.write_str("serial (one term per addition")?,
+                    _ => write!(f, "a chain of fused {}-term sums (", fan_in - 1)?,
+                }
+                f.write_str(match ascending {
+                    Some(true) => ", terms joining in increasing k)",
+                    Some(false) => ", terms joining in DECREASING k)",
+                    None => ", terms joining out of k order)",
+                })
+            }
+            Form::Pairwise => f.write_str("pairwise"),
+            Form::Mixed { depth, fan_in } => write!(f, "nested (depth {depth}, widest addition {fan_in} operands)"),
+        }
+    }
+}
+
+impl fmt::Display for Part {
+    /// `k 0..255 (256 terms, contiguous), serial`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spacing = match self.step {
+            _ if self.terms == 1 => String::new(),
+            Some(1) => ", contiguous".to_string(),
+            Some(s) => format!(", every {s}th term"),
+            None => ", irregular".to_string(),
+        };
+        write!(
+            f,
+            "k {}..{} ({} terms{spacing}), {}",
+            self.lo, self.hi, self.terms, self.form
+        )
+    }
+}
+
+impl Shape {
+    /// The tree in a few lines: terms, additions, how the root combines
+    /// its parts (at most 8 listed, with how the rest look).
+    pub fn describe(&self) -> Vec<String> {
+        let parts = self.root_parts();
+        let mut v = vec![format!(
+            "{} terms, {} additions; {}",
+            self.leaves(),
+            self.nodes.len(),
+            match parts.len() {
+                0 => "an empty sum (+0)".to_string(),
+                1 => format!("one part: {}", parts[0]),
+                p => format!("the root adds {p} parts:"),
+            }
+        )];
+        if parts.len() > 1 {
+            for (i, p) in parts.iter().take(8).enumerate() {
+                v.push(format!("  part {}: {p}", i + 1));
+            }
+            if parts.len() > 8 {
+                let rest = &parts[8..];
+                let same = rest.iter().all(|p| p.form == rest[0].form && p.terms == rest[0].terms);
+                v.push(if same {
+                    format!(
+                        "  and {} more parts of {} terms, {}",
+                        rest.len(),
+                        rest[0].terms,
+                        rest[0].form
+                    )
+                } else {
+                    format!("  and {} more parts", rest.len())
+                });
+            }
+        }
+        v
     }
 }
 

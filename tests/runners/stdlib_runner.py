@@ -21,7 +21,8 @@ malformed-input battery: f16-said-f32 (writes f16, says f32), other-m (writes
 [M + 1, N]), nan (every output NaN), no-file-exit (answers job 1 without
 writing it, then exits), chatter-after (prints a log line after each answer);
 outputs that do not depend on the inputs: zeros (every output +0), const
-(every output 1.0).
+(every output 1.0); an order outside the explainer's family: reverse (the
+same serial muladd from k = K-1 down to 0).
 """
 import ast
 import json
@@ -59,14 +60,14 @@ def save(path, descr, shape, raw):
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + raw)
 
 
-def matmul(a, b):
+def matmul(a, b, reverse=False):
     k, n = len(b), len(b[0])
     out = []
     for row in a:
         c = []
         for j in range(n):
             acc = 0.0
-            for t in range(k):
+            for t in (range(k - 1, -1, -1) if reverse else range(k)):
                 acc = rn32(acc + rn32(row[t] * b[t][j]))
             c.append(acc)
         out.append(c)
@@ -76,7 +77,7 @@ def matmul(a, b):
 def answer(job, mode):
     """Writes job["out"]; returns the dtype name."""
     a, b = load(job["a"]), load(job["b"])
-    c = matmul(a, b)
+    c = matmul(a, b, reverse=(mode == "reverse"))
     m, n = len(c), len(c[0])
     flat = [x for row in c for x in row]
     bits = list(struct.unpack("<%dI" % len(flat), struct.pack("<%df" % len(flat), *flat)))

@@ -145,6 +145,9 @@ pub struct Revealed {
     pub disagreement_count: usize,
     /// Family candidates with the recovered shape.
     pub shape_matches: Vec<Order>,
+    /// No candidate has the shape: the family order whose tree is nearest
+    /// (fewest differing edges; ties: the simplest), and where it departs.
+    pub closest: Option<crate::explain::ShapeMiss>,
     /// The simplest order whose tree is the recovered shape and whose bytes
     /// equal the subject's on the verification inputs (None: the grammar's
     /// family cannot say it; see `shape`).
@@ -555,6 +558,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     };
     let family = candidates::family(inputs, o.k);
     let canon = shape.canonical();
+    let mut closest: Option<crate::explain::ShapeMiss> = None;
     let shape_matches: Vec<Order> = {
         use rayon::prelude::*;
         // one tree per shape key, compiled in parallel
@@ -566,10 +570,23 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
                 uniq.len() - 1
             });
         }
-        let hit: Vec<bool> = uniq
+        let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
             .par_iter()
-            .map(|ord| order_shape(ord, o.k, mx.is_some()).canonical() == canon)
+            .map(|ord| Shape::distance(&canon, &order_shape(ord, o.k, mx.is_some()).canonical()))
             .collect();
+        let hit: Vec<bool> = dist.iter().map(|d| d.0 == 0).collect();
+        if !hit.contains(&true) {
+            // the first (simplest) of the nearest keys
+            closest = dist
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, d)| d.0)
+                .map(|(i, d)| crate::explain::ShapeMiss {
+                    order: uniq[i],
+                    edges_differ: d.0,
+                    first: d.1,
+                });
+        }
         family
             .iter()
             .map(|c| c.order)
@@ -698,6 +715,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         disagreements,
         disagreement_count,
         shape_matches,
+        closest,
         order,
         equivalent,
         verified_elements,
