@@ -226,21 +226,41 @@ fn shell_words(line: &str) -> Vec<String> {
     out
 }
 
+/// How a fenced code block holds commands.
+#[derive(Clone, Copy, PartialEq)]
+enum Block {
+    /// Not in a block.
+    Prose,
+    /// `sh`, `bash`, `shell` or no language: every line may be a command.
+    Shell,
+    /// `console`: commands follow `$ `, other lines are their output.
+    Console,
+    /// Any other language (`text`, `json`, `python`, ...): no commands.
+    Other,
+}
+
 /// The `mxbi` command lines in the fenced code blocks of a Markdown text:
 /// (line number, the words after `mxbi`). A command starts where a line (or
 /// a `$ `, `&&`, `;`, `|` segment) begins with `mxbi` or a path ending in
 /// `/mxbi`; `\` continues it on the next line.
 fn mxbi_commands(markdown: &str) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
-    let mut in_block = false;
+    let mut block = Block::Prose;
     let mut lines = markdown.lines().enumerate().peekable();
     while let Some((ln, line)) = lines.next() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
+        if let Some(lang) = line.trim_start().strip_prefix("```") {
+            block = match (block, lang.trim()) {
+                (Block::Prose, "" | "sh" | "bash" | "shell") => Block::Shell,
+                (Block::Prose, "console") => Block::Console,
+                (Block::Prose, _) => Block::Other,
+                _ => Block::Prose,
+            };
             continue;
         }
-        if !in_block {
-            continue;
+        match block {
+            Block::Prose | Block::Other => continue,
+            Block::Console if !line.starts_with("$ ") => continue,
+            _ => {}
         }
         let mut full = line.to_string();
         while full.trim_end().ends_with('\\') {
@@ -427,6 +447,8 @@ fn every_readme_command_parses_and_its_flags_exist() {
 #[test]
 fn planted_readme_mistakes_are_reported() {
     let readme = "text mxbi bi run is prose\n\
+                  ```console\n$ mxbi bi run --subject model:fma --family batch --k 64 --n 8\nmxbi bi rnu is output\n```\n\
+                  ```text\nmxbi bi rnu\n```\n\
                   ```sh\n\
                   mxbi bi rnu --subject model:fma --family batch --k 64 --n 8\n\
                   mxbi bi run --subject model:fma --famliy batch --k 64 --n 8\n\
@@ -435,7 +457,7 @@ fn planted_readme_mistakes_are_reported() {
                   mxbi formats e2m1\n\
                   ```\n";
     let (n, errors) = readme_command_errors(readme);
-    assert_eq!(n, 5, "{errors:?}");
+    assert_eq!(n, 6, "{errors:?}");
     assert_eq!(errors.len(), 3, "{errors:#?}");
     assert!(
         errors[0].contains("'rnu' is not a subcommand of `mxbi bi`"),
