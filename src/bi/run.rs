@@ -66,7 +66,10 @@ impl CheckOptions {
             }
         }
         if self.k == 0 {
-            return Err("K = 0: K must be at least 1".into());
+            return Err(format!(
+                "K = 0 is out of range (1..={}, mxbi's K limit)",
+                crate::limits::MAX_K
+            ));
         }
         crate::limits::check_k("K", self.k)?;
         if self.n == 0 || self.n > Limits::MAX_N {

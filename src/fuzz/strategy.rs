@@ -89,7 +89,10 @@ impl Space {
             return bad(format!("--max-m {} is out of range (1..={})", cfg.max_m, Limits::MAX_M));
         }
         if cfg.max_k == 0 {
-            return bad("--max-k 0 is out of range: K must be at least 1".into());
+            return bad(format!(
+                "--max-k 0 is out of range (1..={}, mxbi's K limit)",
+                crate::limits::MAX_K
+            ));
         }
         if let Err(e) = crate::limits::check_k("--max-k", cfg.max_k) {
             return bad(e);
