@@ -177,6 +177,7 @@ fn k_help_states_the_k_limit() {
         ["bi", "run", "--help"],
         ["bi", "gen", "--help"],
         ["order", "--help", ""],
+        ["fuzz", "--help", ""],
     ] {
         let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
         let o = bin().args(&args).output().unwrap();
