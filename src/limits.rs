@@ -23,9 +23,35 @@ pub const MAX_BLOCK: usize = 1 << 20;
 /// non-zero dimensions of an empty (zero-size) input tensor: 2^30.
 pub const MAX_ELEMENTS: usize = 1 << 30;
 
-/// Largest K (terms per output element) an accumulation order is compiled
-/// for: 2^22.
+/// mxbi's K limit: the largest K (the inner dimension of a GEMM, the
+/// number of terms summed into one output element) that any command or
+/// library entry point accepts: 4,194,304 = 2^22. It is the one K limit of
+/// every command (`bi run`, `bi gen`, `fuzz --max-k`, `order`, `gemm`,
+/// `trace`, `explain`, op specs) and of the checker, the fuzzer and the
+/// order compiler; each refuses a larger K with [`k_limit_error`]'s words.
+/// (`reveal` stops earlier, at 65,536 terms: the number of probes it
+/// launches grows with K.)
 pub const MAX_K: usize = 1 << 22;
+
+/// The error for a K beyond [`MAX_K`], in the user's words, the same from
+/// every command: `--k = 5000000: K must be at most 4194304 (mxbi's K
+/// limit, mxbi::limits::MAX_K = 2^22)`. `what` names where the K came from
+/// (`--k`, `--max-k`, `K`, a spec field).
+pub fn k_limit_error(what: &str, k: usize) -> String {
+    format!(
+        "{what} = {k}: K must be at most {MAX_K} (mxbi's K limit, mxbi::limits::MAX_K = {})",
+        show(MAX_K)
+    )
+}
+
+/// Checks `k <= MAX_K` ([`k_limit_error`] otherwise). K = 0 is left to the
+/// caller: some entry points accept an empty inner dimension.
+pub fn check_k(what: &str, k: usize) -> Result<(), String> {
+    if k > MAX_K {
+        return Err(k_limit_error(what, k));
+    }
+    Ok(())
+}
 
 /// Largest compiled reduction tree: 2^24 units, where a unit is a tree node,
 /// one slot of a fused (tensor-core) step, or one term index in a part list
@@ -110,6 +136,11 @@ mod tests {
             .unwrap_err()
             .contains("2^22"));
         assert!(check_at_most("--k", MAX_K, MAX_K, "MAX_K").is_ok());
+        assert_eq!(
+            check_k("--k", MAX_K + 1).unwrap_err(),
+            "--k = 4194305: K must be at most 4194304 (mxbi's K limit, mxbi::limits::MAX_K = 2^22)"
+        );
+        assert!(check_k("--k", MAX_K).is_ok() && check_k("--k", 0).is_ok());
         assert_eq!(show(1000), "1000");
     }
 }

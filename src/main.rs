@@ -1,5 +1,5 @@
 use clap::Parser;
-use mxbi::cli::{clap_error_line, one_line, run, stdout_error, write_stderr_line, Cli};
+use mxbi::cli::{clap_error_line, help_for_missing_subcommand, one_line, run, stdout_error, write_stderr_line, Cli};
 
 /// Bad input or a failure to run: one line on stderr, exit code 2 (the
 /// exit-code policy: README, "Exit codes"; 0 and 1 come from `Outcome`).
@@ -23,6 +23,11 @@ fn main() {
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 // --help / --version: printed on stdout, exit code 0
                 e.exit();
+            }
+            if let Some(help) = help_for_missing_subcommand(&e) {
+                // `mxbi` alone (or `mxbi bi`): the whole help on stderr, exit 2
+                write_stderr_line(help.trim_end());
+                std::process::exit(2);
             }
             fail(&clap_error_line(&e));
         }

@@ -340,6 +340,14 @@ fn battery() -> Vec<Bad> {
         ),
         dispatch("dispatch: bad order", r#"{"dispatch": [{"order": "fma;split=0"}]}"#),
         dispatch(
+            "dispatch: m_max out of order (an unreachable entry)",
+            r#"{"dispatch": [{"m_max": 256, "order": "fma"}, {"m_max": 16, "order": "fma;split=4"}, {"order": "fma"}]}"#,
+        ),
+        dispatch(
+            "dispatch: an entry after one without m_max",
+            r#"{"dispatch": [{"order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#,
+        ),
+        dispatch(
             "dispatch: no entry matches",
             r#"{"dispatch": [{"k_max": 4, "order": "fma"}]}"#,
         ),

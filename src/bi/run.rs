@@ -22,7 +22,8 @@ pub struct Limits;
 
 impl Limits {
     pub const MAX_M: usize = 1 << 16;
-    pub const MAX_K: usize = 1 << 20;
+    /// mxbi's one K limit ([`crate::limits::MAX_K`], 2^22).
+    pub const MAX_K: usize = crate::limits::MAX_K;
     pub const MAX_N: usize = 1 << 16;
     /// Largest M*K, K*N or M*N of one batch (f32 elements).
     pub const MAX_ELEMENTS: usize = 1 << 28;
@@ -64,9 +65,13 @@ impl CheckOptions {
                 return Err(format!("M = {m} is out of range (1..={})", Limits::MAX_M));
             }
         }
-        if self.k == 0 || self.k > Limits::MAX_K {
-            return Err(format!("K = {} is out of range (1..={})", self.k, Limits::MAX_K));
+        if self.k == 0 {
+            return Err(format!(
+                "K = 0 is out of range (1..={}, mxbi's K limit)",
+                crate::limits::MAX_K
+            ));
         }
+        crate::limits::check_k("K", self.k)?;
         if self.n == 0 || self.n > Limits::MAX_N {
             return Err(format!("N = {} is out of range (1..={})", self.n, Limits::MAX_N));
         }

@@ -39,13 +39,16 @@ pub struct AccuracyArgs {
     /// Inputs: B [K, N] (--b-layout kn) or [N, K] (nk).
     #[arg(long, requires = "a")]
     pub b: Option<PathBuf>,
+    /// How B is stored: kn ([K, N]) or nk ([N, K], B transposed).
     #[arg(long, default_value = "kn")]
     pub b_layout: String,
     /// MX inputs: A and B are codes of this format, with scales.
     #[arg(long)]
     pub format: Option<MxFormat>,
+    /// A scales [M, K/32] (E8M0, uint8), with --format.
     #[arg(long)]
     pub a_scales: Option<PathBuf>,
+    /// B scales [K/32, N] (kn) or [N, K/32] (nk), with --format.
     #[arg(long)]
     pub b_scales: Option<PathBuf>,
     /// The benchmark as a subject run on --a/--b: model:ORDER or dispatch:FILE.

@@ -41,6 +41,7 @@ pub struct RunArgs {
     /// runner, protocol mxbi-exec/1), `dump:DIR` (outputs written into a
     /// folder from `bi gen`), or with feature `cuda` `cuda:ORDER`,
     /// `cublas:sgemm|gemmex-bf16`, `cublaslt:f32|bf16|fp8-tensor|fp8-blk128[:pinned]`.
+    /// Required without a case file.
     #[arg(long, required_unless_present = "case")]
     pub subject: Option<String>,
     /// A built-in matrix instead of --family/--m/--k/--n: seed000 (one
@@ -55,7 +56,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub vs: Option<String>,
     /// Families, comma-separated: content, batch, position, permutation,
-    /// repeat, switch, rank, anchor.
+    /// repeat, switch, rank, anchor (docs/BI.md). Required without a case
+    /// file or --matrix.
     #[arg(long, value_delimiter = ',', required_unless_present_any = ["case", "matrix"])]
     pub family: Vec<String>,
     /// Batch sizes, comma-separated (the batch family's baseline is the
@@ -65,8 +67,12 @@ pub struct RunArgs {
     /// the first and last M of each run of failing M found by bisection.
     #[arg(long, default_value = "edges")]
     pub m: String,
+    /// K, the inner dimension (terms summed into each output element), 1 to
+    /// 4194304 (mxbi's K limit). Required without a case file or --matrix.
     #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub k: Option<usize>,
+    /// N, the output columns (the shared operand B is K x N). Required
+    /// without a case file or --matrix.
     #[arg(long, required_unless_present_any = ["case", "matrix"])]
     pub n: Option<usize>,
     /// Target-row positions, comma-separated: indices, mid, last (default:
@@ -84,6 +90,8 @@ pub struct RunArgs {
     /// cancellation, subnormals, specials.
     #[arg(long, default_value = "separating")]
     pub content: String,
+    /// Seed of every input drawn: the same seed gives the same inputs and
+    /// the same report, byte for byte, on any thread count.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Runs of the repeat family.

@@ -19,21 +19,26 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
     /// A: [M, K] (f32, f16 or bf16 values; uint8 codes with --format).
+    /// Required without --case.
     #[arg(long, required_unless_present = "case")]
     pub a: Option<PathBuf>,
-    /// B: [K, N] (--b-layout kn) or [N, K] (nk).
+    /// B: [K, N] (--b-layout kn) or [N, K] (nk). Required without --case.
     #[arg(long, required_unless_present = "case")]
     pub b: Option<PathBuf>,
+    /// How B is stored: kn ([K, N]) or nk ([N, K], B transposed).
     #[arg(long, default_value = "kn")]
     pub b_layout: String,
     /// MX inputs: A and B are codes of this format, with scales.
     #[arg(long)]
     pub format: Option<MxFormat>,
+    /// A scales [M, K/32] (E8M0, uint8), with --format.
     #[arg(long)]
     pub a_scales: Option<PathBuf>,
+    /// B scales [K/32, N] (kn) or [N, K/32] (nk), with --format.
     #[arg(long)]
     pub b_scales: Option<PathBuf>,
-    /// The observed output C: [M, N] (f32, f16 or bf16).
+    /// The observed output C: [M, N] (f32, f16 or bf16). Required without
+    /// --case.
     #[arg(long, required_unless_present = "case")]
     pub observed: Option<PathBuf>,
     /// A batch-invariance case (mxbi-bi-case/1): explain one of its cells
@@ -92,6 +97,7 @@ pub struct RevealDirect {
     pub subject: Option<String>,
     #[command(flatten)]
     pub shape: RevealShape,
+    /// Print the recovered tree as JSON instead of text.
     #[arg(long)]
     pub json: bool,
     /// Print wall seconds per phase (calibration, probe launches, answer
@@ -112,10 +118,14 @@ pub struct RevealDirect {
 
 #[derive(Args, Debug)]
 pub struct RevealShape {
+    /// Rows of each probe launch (M); needed to reveal.
     #[arg(long)]
     pub m: Option<usize>,
+    /// K, the reduction length whose tree is recovered (reveal probes at
+    /// most 65536 terms); needed to reveal.
     #[arg(long)]
     pub k: Option<usize>,
+    /// Output columns of each probe launch (N); needed to reveal.
     #[arg(long)]
     pub n: Option<usize>,
     /// Element type the subject reads (default: the model's, else f32), or
@@ -123,6 +133,7 @@ pub struct RevealShape {
     /// block through the scales.
     #[arg(long)]
     pub input: Option<String>,
+    /// Seed of the probe values (same seed, same launches).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
@@ -132,6 +143,7 @@ pub enum RevealFiles {
     /// Write the first round of probe launches to DIR (job-NNNNNN/a.npy,
     /// b.npy); a runner writes each job's out.npy.
     Gen {
+        /// The folder the probe launches are written to.
         #[arg(long)]
         dir: PathBuf,
         #[command(flatten)]
@@ -140,8 +152,10 @@ pub enum RevealFiles {
     /// Read the runner's outputs in DIR: write the next round's launches,
     /// or print the recovered tree when no launch is missing.
     Solve {
+        /// The folder `reveal gen` wrote, with the runner's out.npy files.
         #[arg(long)]
         dir: PathBuf,
+        /// Print the recovered tree as JSON instead of text.
         #[arg(long)]
         json: bool,
     },

@@ -77,7 +77,7 @@ pub struct FuzzArgs {
     /// Largest M drawn.
     #[arg(long, default_value_t = 513)]
     pub max_m: usize,
-    /// Largest K drawn.
+    /// Largest K drawn; at most 4194304 (mxbi's K limit).
     #[arg(long, default_value_t = 4096)]
     pub max_k: usize,
     /// Largest N drawn.

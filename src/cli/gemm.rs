@@ -16,6 +16,8 @@ pub struct OperandArgs {
     /// B: [K, N] (--b-layout kn) or [N, K] (nk).
     #[arg(long)]
     pub b: PathBuf,
+    /// How B is stored: kn ([K, N], row-major) or nk ([N, K], B transposed,
+    /// as a weight matrix).
     #[arg(long, default_value = "kn")]
     pub b_layout: String,
     /// MX inputs: A and B are codes of this format, with scales.
@@ -42,14 +44,18 @@ pub struct GemmArgs {
     /// Use the generic tree evaluator even where a fast kernel exists.
     #[arg(long)]
     pub generic: bool,
+    /// Where C goes: [M, N] f32 (.npy or .safetensors).
     #[arg(long)]
     pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]
 pub struct OrderArgs {
+    /// The order, e.g. "fma;split=4/interleave;ktile=64" or a preset such
+    /// as hopper-bf16 (grammar: docs/ORDERS.md).
     pub spec: String,
-    /// Compile for this K and print the tree.
+    /// Compile for this K and print the tree; K is at most 4194304 (mxbi's
+    /// K limit).
     #[arg(long)]
     pub k: Option<usize>,
     /// Print every node instead of compressed chains.
@@ -64,8 +70,10 @@ pub struct OrderArgs {
 pub struct TraceArgs {
     #[command(flatten)]
     pub ops: OperandArgs,
+    /// Row of C (0-based) whose element is traced.
     #[arg(long)]
     pub row: usize,
+    /// Column of C (0-based) whose element is traced.
     #[arg(long)]
     pub col: usize,
     /// Print JSON lines instead of a table.

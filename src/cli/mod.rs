@@ -103,18 +103,11 @@ pub fn one_line(msg: &str) -> String {
 
 /// Clap's parse error as one line, without the `error: ` prefix, the usage
 /// block and the "For more information" hint: a list introduced by a colon
-/// (missing arguments) is joined with ", ", tips with "; ". A missing
-/// subcommand (where clap would print the whole help) becomes its usage
-/// line.
+/// (missing arguments) is joined with ", ", tips with "; ". (A missing
+/// subcommand is not an error line: `main` prints the whole help, see
+/// [`help_for_missing_subcommand`].)
 pub fn clap_error_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        let usage = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Usage: "))
-            .unwrap_or("mxbi <COMMAND>");
-        return format!("a subcommand is missing; usage: {usage} (see --help)");
-    }
     let mut out = String::new();
     let mut listing = false;
     for line in text.lines().map(str::trim) {
@@ -148,6 +141,14 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     out
 }
 
+/// `mxbi` alone, or a command group without its subcommand (`mxbi bi`):
+/// the whole help of that command, to be printed on stderr with exit code
+/// 2 (a command was expected and nothing ran). `None` for every other
+/// parse error.
+pub fn help_for_missing_subcommand(e: &clap::Error) -> Option<String> {
+    (e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand).then(|| e.render().to_string())
+}
+
 /// How a command that ran ended, under the one exit-code policy of the
 /// whole CLI (README, "Exit codes"): 0 every check held, 1 a check failed
 /// (its report says which). Bad input and runs that cannot happen are
@@ -167,12 +168,36 @@ impl Outcome {
     }
 }
 
+/// What `mxbi --help` says before the command list: what batch
+/// invariance is and the jobs mxbi does for it.
+const ABOUT: &str = "\
+Batch-invariance checker for GEMM-like GPU kernels, on a bit-exact emulator of
+accumulation orders and MX/FP8 formats.
+
+A kernel is batch-invariant when the bytes it computes for one row do not depend
+on the batch around it: how many rows, where the row sits, what the other rows
+hold. Kernels break it by picking another accumulation order (split-K, tiles,
+tensor-core steps) by batch shape; mxbi finds where, and names the orders.
+
+  check     mxbi bi run     a subject (model, dispatch table, runner, GPU kernel)
+                            through variant families, one verdict per cell
+  explain   mxbi explain    the accumulation order behind observed bytes, and
+                            where two orders diverge
+            mxbi reveal     recover a black box's reduction tree by probing it
+  fuzz      mxbi fuzz       search shapes for a failure, shrink it to a case file
+  accuracy  mxbi accuracy   an output's error against a golden and a benchmark";
+
+/// Where to start, after the command list.
+const START: &str = "\
+Start here: `mxbi demo` (the checker on built-in subjects: no GPU, under a
+second), then `mxbi bi run --help`.
+Exit codes: 0 every check held, 1 a check failed, 2 bad input or a run that
+cannot happen (`mxbi` alone prints this help and exits 2).
+Docs: README.md; docs/BI.md (the checker), docs/EXPLAIN.md, docs/ORDERS.md,
+docs/ACCURACY.md.";
+
 #[derive(Parser, Debug)]
-#[command(
-    name = "mxbi",
-    version,
-    about = "Bit-exact MX/FP8 emulation and batch-invariance checking"
-)]
+#[command(name = "mxbi", version, about = ABOUT, after_help = START)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -250,17 +275,23 @@ pub struct CastArgs {
     /// Tensor name inside a .safetensors input.
     #[arg(long)]
     pub name: Option<String>,
+    /// Values to cast: a .npy or .safetensors file of f32 or f64.
     pub input: PathBuf,
+    /// Where the codes go (.npy or .safetensors, the input's shape).
     pub output: PathBuf,
 }
 
 #[derive(Args, Debug)]
 pub struct DecodeArgs {
+    /// Format of the codes: e4m3, e5m2, e3m2, e2m3, e2m1, int8, e8m0, bf16, f16.
     #[arg(long)]
     pub from: Format,
+    /// Tensor name inside a .safetensors input.
     #[arg(long)]
     pub name: Option<String>,
+    /// Codes to decode: uint8 (uint16 for bf16/f16), .npy or .safetensors.
     pub input: PathBuf,
+    /// Where the f32 values go (.npy or .safetensors, the input's shape).
     pub output: PathBuf,
 }
 
@@ -284,6 +315,8 @@ pub struct MxShapeArgs {
 
 #[derive(Args, Debug)]
 pub struct QuantizeArgs {
+    /// MX format: mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3,
+    /// mxfp4-e2m1, mxint8.
     #[arg(long)]
     pub format: MxFormat,
     /// floor, ceil, even, rceil (default: the preset's).
@@ -295,6 +328,7 @@ pub struct QuantizeArgs {
     /// Element rounding (default: the preset's).
     #[arg(long)]
     pub round: Option<Rounding>,
+    /// Seed for stochastic element rounding.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Treat f32-subnormal inputs as zero.
@@ -305,20 +339,28 @@ pub struct QuantizeArgs {
     pub no_int8_neg2: bool,
     #[command(flatten)]
     pub shape: MxShapeArgs,
+    /// Tensor name inside a .safetensors input.
     #[arg(long)]
     pub name: Option<String>,
     /// Print a summary (scales, saturated elements, max error) as JSON.
     #[arg(long)]
     pub stats: bool,
+    /// Values to quantize: f32, f16, bf16 (or f64 exact in f32), .npy or
+    /// .safetensors.
     pub input: PathBuf,
+    /// Where the element codes go (uint8, the input's shape).
     #[arg(long)]
     pub codes: PathBuf,
+    /// Where the E8M0 scales go (uint8; the input's shape with the block
+    /// axis divided by the block, or the swizzled layout).
     #[arg(long)]
     pub scales: PathBuf,
 }
 
 #[derive(Args, Debug)]
 pub struct DequantizeArgs {
+    /// MX format of the codes: mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2,
+    /// mxfp6-e2m3, mxfp4-e2m1, mxint8.
     #[arg(long)]
     pub format: MxFormat,
     #[command(flatten)]
@@ -327,10 +369,13 @@ pub struct DequantizeArgs {
     /// counted on stderr) or f64 (always exact).
     #[arg(long, default_value = "f32")]
     pub dtype: String,
+    /// Element codes (uint8, as `quantize --codes` writes them).
     #[arg(long)]
     pub codes: PathBuf,
+    /// E8M0 scales (uint8, as `quantize --scales` writes them).
     #[arg(long)]
     pub scales: PathBuf,
+    /// Where the values go (.npy or .safetensors, the codes' shape).
     pub output: PathBuf,
 }
 

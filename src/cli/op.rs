@@ -44,6 +44,8 @@ pub struct RunArgs {
     /// Run number (only non-deterministic reductions look at it).
     #[arg(long, default_value_t = 0)]
     pub trial: u64,
+    /// The output folder: rank{r}.npy, provenance.json (and inputs/ with
+    /// --generate).
     #[arg(long)]
     pub out: PathBuf,
 }

@@ -390,12 +390,11 @@ pub fn build(
     n: usize,
     opts: WitnessOptions,
 ) -> Result<Search, String> {
-    use crate::limits::{MAX_K, MAX_TREE};
-    if k == 0 || n == 0 || k > MAX_K {
-        return Err(format!(
-            "witness: K = {k}, N = {n}: expected 1 <= K <= {MAX_K} and N >= 1"
-        ));
+    use crate::limits::{check_k, MAX_TREE};
+    if k == 0 || n == 0 {
+        return Err(format!("witness: K = {k}, N = {n}: expected K >= 1 and N >= 1"));
     }
+    check_k("witness: K", k)?;
     if k.checked_mul(n).is_none_or(|x| x > MAX_TREE) {
         return Err(format!("witness: K*N = {k}*{n} is larger than {MAX_TREE}"));
     }

@@ -88,8 +88,14 @@ impl Space {
         if cfg.max_m == 0 || cfg.max_m > Limits::MAX_M {
             return bad(format!("--max-m {} is out of range (1..={})", cfg.max_m, Limits::MAX_M));
         }
-        if cfg.max_k == 0 || cfg.max_k > Limits::MAX_K {
-            return bad(format!("--max-k {} is out of range (1..={})", cfg.max_k, Limits::MAX_K));
+        if cfg.max_k == 0 {
+            return bad(format!(
+                "--max-k 0 is out of range (1..={}, mxbi's K limit)",
+                crate::limits::MAX_K
+            ));
+        }
+        if let Err(e) = crate::limits::check_k("--max-k", cfg.max_k) {
+            return bad(e);
         }
         if cfg.max_n == 0 || cfg.max_n > Limits::MAX_N {
             return bad(format!("--max-n {} is out of range (1..={})", cfg.max_n, Limits::MAX_N));

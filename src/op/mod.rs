@@ -119,7 +119,7 @@ impl OpSpec {
     /// counted as 1, products overflow-checked), the output rows (each
     /// carries a provenance record) and the tree of every order at K.
     fn check_limits(&self) -> Result<()> {
-        use crate::limits::{check_at_most, check_elements, nonzero_product, MAX_K, MAX_OP_ROWS, MAX_WORLD};
+        use crate::limits::{check_at_most, check_elements, check_k, nonzero_product, MAX_OP_ROWS, MAX_WORLD};
         struct Sizes<'a> {
             world: usize,
             /// (field name, K of the matmuls)
@@ -193,7 +193,7 @@ impl OpSpec {
             },
         };
         check_at_most("world size", z.world, MAX_WORLD, "MAX_WORLD").map_err(OpError::Spec)?;
-        check_at_most(z.k.0, z.k.1, MAX_K, "MAX_K").map_err(OpError::Spec)?;
+        check_k(z.k.0, z.k.1).map_err(OpError::Spec)?;
         for (name, dims) in &z.arrays {
             check_elements(name, dims).map_err(OpError::Spec)?;
         }

@@ -222,18 +222,13 @@ impl Order {
     /// slots and part-list entries, which grow with K, split, lanes, fresh
     /// tiles, promotion blocks and the mma k).
     pub fn check_size(&self, k: usize) -> Result<(), OrderError> {
-        use crate::limits::{show, MAX_K, MAX_TREE};
+        use crate::limits::{check_k, show, MAX_TREE};
         let err = |msg: String| OrderError {
             spec: self.to_string(),
             kind: OrderErrorKind::Size,
             msg,
         };
-        if k > MAX_K {
-            return Err(err(format!(
-                "K = {k} is larger than the limit of {} terms (mxbi::limits::MAX_K)",
-                show(MAX_K)
-            )));
-        }
+        check_k("K", k).map_err(err)?;
         let units = self.tree_size_bound(k);
         if units > MAX_TREE as u128 {
             return Err(err(format!(

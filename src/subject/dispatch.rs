@@ -7,6 +7,13 @@
 //! left out always holds); the first matching entry wins; a shape that no
 //! entry matches is unsupported. `M` is the number of rows of the whole
 //! batch, never the number of rows requested.
+//!
+//! Every entry must be reachable: an entry whose shapes an earlier entry
+//! already matches entirely (every bound of the earlier entry at least this
+//! entry's, a missing bound being unbounded) could never be picked, so the
+//! table is refused with one line naming both entries. For tables bounded
+//! by `m_max` only, this means: `m_max` strictly increasing, and nothing
+//! after an entry without `m_max`.
 
 use super::{Model, Subject, SubjectError};
 use crate::gemm::Problem;
@@ -89,6 +96,9 @@ impl Dispatch {
                 order,
             });
         }
+        if let Some(msg) = unreachable_entry(&entries) {
+            return Err(format!("{source}: {msg}"));
+        }
         Ok(Dispatch {
             source: source.to_string(),
             entries,
@@ -108,6 +118,39 @@ impl Dispatch {
         v.dedup();
         v
     }
+}
+
+/// The first entry that an earlier entry shadows (see the module doc), as
+/// the error's text, or `None` when every entry can be picked.
+fn unreachable_entry(entries: &[DispatchEntry]) -> Option<String> {
+    // an earlier bound covers a later one when it is absent or at least as large
+    let covers = |early: Option<usize>, late: Option<usize>| match (early, late) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(e), Some(l)) => e >= l,
+    };
+    let bounds = |e: &DispatchEntry| {
+        let shown: Vec<String> = [("m_max", e.m_max), ("n_max", e.n_max), ("k_max", e.k_max)]
+            .into_iter()
+            .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
+            .collect();
+        if shown.is_empty() {
+            "no bound: it matches every shape".to_string()
+        } else {
+            shown.join(", ")
+        }
+    };
+    for (j, late) in entries.iter().enumerate() {
+        for (i, early) in entries[..j].iter().enumerate() {
+            if covers(early.m_max, late.m_max) && covers(early.n_max, late.n_max) && covers(early.k_max, late.k_max) {
+                return Some(format!(
+                    "at dispatch[{j}]: the entry can never be picked: dispatch[{i}] ({}) already matches every shape it matches (the first match wins); list entries by increasing m_max, the one without m_max last",
+                    bounds(early)
+                ));
+            }
+        }
+    }
+    None
 }
 
 impl Subject for Dispatch {
@@ -196,5 +239,41 @@ mod tests {
         assert!(err(r#"{"dispatch": []}"#).contains("no entries"));
         assert!(err(r#"{"dispatch": [{"m_max": 0, "order": "fma"}]}"#).contains("dispatch[0].m_max"));
         assert!(err("not json").starts_with("t.json: at"));
+    }
+
+    /// An entry an earlier one shadows is refused: `m_max` out of order,
+    /// repeated, or after an entry without `m_max`; entries that other
+    /// bounds keep reachable are accepted.
+    #[test]
+    fn unreachable_entries_are_refused() {
+        let err = |s: &str| Dispatch::parse("t.json", s).unwrap_err();
+        let e = err(r#"{"dispatch": [{"m_max": 256, "order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#);
+        assert_eq!(
+            e,
+            "t.json: at dispatch[1]: the entry can never be picked: dispatch[0] (m_max 256) already matches every shape it matches (the first match wins); list entries by increasing m_max, the one without m_max last"
+        );
+        let e = err(r#"{"dispatch": [{"m_max": 16, "order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#);
+        assert!(
+            e.contains("at dispatch[1]") && e.contains("dispatch[0] (m_max 16)"),
+            "{e}"
+        );
+        let e = err(r#"{"dispatch": [{"order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#);
+        assert!(e.contains("at dispatch[1]") && e.contains("no bound"), "{e}");
+        let e = err(r#"{"dispatch": [{"m_max": 8, "order": "fma"}, {"order": "fma"}, {"order": "fma;split=2"}]}"#);
+        assert!(e.contains("at dispatch[2]") && e.contains("dispatch[1]"), "{e}");
+        let e = err(
+            r#"{"dispatch": [{"m_max": 64, "n_max": 128, "order": "fma"}, {"m_max": 32, "n_max": 64, "order": "fma"}]}"#,
+        );
+        assert!(e.contains("(m_max 64, n_max 128)"), "{e}");
+        assert!(!e.contains('\n'));
+        for ok in [
+            TABLE,
+            r#"{"dispatch": [{"m_max": 16, "order": "fma"}, {"k_max": 64, "order": "fma"}, {"order": "fma;split=4"}]}"#,
+            r#"{"dispatch": [{"n_max": 64, "order": "fma"}, {"order": "fma;split=4"}]}"#,
+            r#"{"dispatch": [{"m_max": 256, "n_max": 64, "order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#,
+            r#"{"dispatch": [{"m_max": 16, "n_max": 64, "order": "fma"}, {"m_max": 16, "order": "fma;split=4"}]}"#,
+        ] {
+            assert!(Dispatch::parse("t", ok).is_ok(), "{ok}");
+        }
     }
 }

@@ -39,6 +39,7 @@ pub struct ExplainArgs {
     /// The capture's case name (e.g. agmm-v2-prefix/fma/kvar).
     #[arg(long)]
     pub case: Option<String>,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -48,6 +49,7 @@ pub struct VisibilityArgs {
     /// Seed of the generated inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -68,6 +70,7 @@ pub struct CheckArgs {
     /// The logical (global) row whose copies are compared.
     #[arg(long)]
     pub row: usize,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
