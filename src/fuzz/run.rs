@@ -149,7 +149,7 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
                     non_det(&mut out, &fc, &cell, failed, n, "corpus");
                     continue;
                 }
-                let explanation = explain(subjects.get(&fc.knobs)?, &fc, &cell);
+                let explanation = explain(subjects.get(&fc.knobs)?, (&fc, &cell), (&fc, &cell));
                 out.failure = Some(Shrunk {
                     found: fc.clone(),
                     file: fc.to_case(&spec, &subject.name()),
@@ -220,7 +220,7 @@ pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> 
                 (case, cell) = found.clone();
             }
         }
-        let explanation = explain(subjects.get(&case.knobs)?, &case, &cell);
+        let explanation = explain(subjects.get(&case.knobs)?, (&found.0, &found.1), (&case, &cell));
         let file = case.to_case(&spec, &subject.name());
         if let Some(dir) = &cfg.corpus {
             save_case(dir, &file)?;
