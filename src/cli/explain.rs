@@ -356,6 +356,22 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         .ok_or_else(|| CliError("explain needs --observed".into()))?;
     let observed = load_observed(observed_path, m, n)?;
     let vs = x.vs.as_deref().map(|p| load_observed(p, m, n)).transpose()?;
+    // rows whose outputs are all NaN or Inf carry no order information
+    let blind = |c: &[f32], r: usize| c[r * n..(r + 1) * n].iter().all(|v| !v.is_finite());
+    let (rows, dropped): (Vec<usize>, Vec<usize>) = rows
+        .iter()
+        .partition(|&&r| !blind(&observed, r) && !vs.as_deref().is_some_and(|v| blind(v, r)));
+    for r in &dropped {
+        super::write_stderr_line(&format!(
+            "mxbi: row {r}: every output is NaN or Inf; it carries no order information (an input NaN or Inf, or an overflow), skipped"
+        ));
+    }
+    if rows.is_empty() {
+        return Err(CliError(format!(
+            "nothing to explain: every output of the {} row(s) asked is NaN or Inf",
+            dropped.len()
+        )));
+    }
     let entries = x
         .dispatch
         .as_deref()

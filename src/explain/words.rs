@@ -157,9 +157,15 @@ impl fmt::Display for RowIdentity {
         match (self.matches.first(), &self.closest) {
             (Some(o), _) => {
                 write!(f, "row {}: {o}", self.row)?;
-                let others: Vec<String> = self.matches[1..].iter().map(|o| o.to_string()).collect();
+                // at most 6 listed, so the line stays short (JSON lists all)
+                let others: Vec<String> = self.matches[1..].iter().take(6).map(|o| o.to_string()).collect();
+                let more = self.matches.len().saturating_sub(1 + others.len());
                 if !others.is_empty() {
-                    write!(f, " (also reproduced by: {})", others.join(", "))?;
+                    write!(f, " (also reproduced by: {}", others.join(", "))?;
+                    if more > 0 {
+                        write!(f, " and {more} more")?;
+                    }
+                    f.write_str(")")?;
                 }
                 Ok(())
             }
