@@ -20,7 +20,10 @@ fn mxbi(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 
 fn f32_file(shape: &str, vals: &[f32]) -> Vec<u8> {
     let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-    npy(&format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"), &data)
+    npy(
+        &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"),
+        &data,
+    )
 }
 
 #[test]
@@ -29,7 +32,10 @@ fn nan_rows_carry_no_order_information() {
     std::fs::write(dir.join("a.npy"), f32_npy("(2, 4)", 8)).unwrap();
     std::fs::write(dir.join("b.npy"), f32_npy("(4, 3)", 12)).unwrap();
     std::fs::write(dir.join("nan.npy"), f32_file("(2, 3)", &[f32::NAN; 6])).unwrap();
-    let out = mxbi(&dir, &["explain", "--a", "a.npy", "--b", "b.npy", "--observed", "nan.npy"]);
+    let out = mxbi(
+        &dir,
+        &["explain", "--a", "a.npy", "--b", "b.npy", "--observed", "nan.npy"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(out.stdout.is_empty());
@@ -53,9 +59,17 @@ fn nan_rows_carry_no_order_information() {
         mixed.push(acc);
     }
     std::fs::write(dir.join("mixed.npy"), f32_file("(2, 3)", &mixed)).unwrap();
-    let out = mxbi(&dir, &["explain", "--a", "a.npy", "--b", "b.npy", "--observed", "mixed.npy"]);
+    let out = mxbi(
+        &dir,
+        &["explain", "--a", "a.npy", "--b", "b.npy", "--observed", "mixed.npy"],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("row 0: every output is NaN or Inf"));
     assert!(text.contains("row 1: "), "{text}");
     assert!(!text.contains("row 0: "), "{text}");
@@ -72,9 +86,14 @@ fn an_unnamed_tree_is_summarised_and_listed_only_on_request() {
     let args = ["reveal", "--subject", &runner, "--m", "2", "--k", "32", "--n", "4"];
     let out = mxbi(&dir, &args);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("no order of the family has this tree; the recovered tree in words:"), "{text}");
     assert!(
-        text.contains("one part: k 0..31 (32 terms, contiguous), serial (one term per addition, terms joining in DECREASING k)"),
+        text.contains("no order of the family has this tree; the recovered tree in words:"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "one part: k 0..31 (32 terms, contiguous), serial (one term per addition, terms joining in DECREASING k)"
+        ),
         "{text}"
     );
     assert!(text.contains("nearest family order by tree: "), "{text}");

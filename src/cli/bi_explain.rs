@@ -13,6 +13,10 @@ use crate::order::Order;
 /// it are counted in the last one's note).
 pub const MAX_PER_FAMILY: usize = 4;
 
+/// A family's failing cells sharing one pair of declared orders (None:
+/// not declared).
+type Group<'a> = (Option<(Order, Order)>, Vec<&'a Cell>);
+
 /// The pair of declared orders of a cell's two sides, when both are declared.
 fn declared_pair(c: &Cell, setup: &CellSetup) -> Option<(Order, Order)> {
     let s = CellSides::of(c, setup.opts)?;
@@ -31,7 +35,7 @@ pub(super) fn explain_failures(report: &mut Report, setup: &CellSetup) {
     }
     for f in families {
         // the family's failing cells grouped by declared pair, in report order
-        let mut groups: Vec<(Option<(Order, Order)>, Vec<&Cell>)> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
         for c in report
             .cells
             .iter()
