@@ -826,3 +826,18 @@ fn seed_004_one_bf16_step_a_scoped_atol_and_the_cancellation_labelled() {
     assert_eq!(e.label, Label::Excess, "{e:#?}");
     assert_eq!(rep.verdict.status, Status::Fail, "{}", rep.text());
 }
+
+/// The exact sum's range, at both ends: the largest term it takes, and the
+/// next binade refused (a mutation of the top bound lived, docs/TESTING.md).
+#[test]
+fn the_exact_sum_takes_terms_up_to_its_top_and_refuses_beyond() {
+    use mxbi::accuracy::golden::{LSB_EXP, TOP_EXP};
+    let mut s = ExactSum::new();
+    // mag = 1 (one bit): the largest exponent allowed is TOP_EXP - 65
+    assert!(s.add(false, 1, TOP_EXP - 65).is_ok());
+    assert!(s.add(false, 1, TOP_EXP - 64).is_err());
+    assert!(s.add(false, 3, TOP_EXP - 66).is_ok());
+    assert!(s.add(false, 3, TOP_EXP - 65).is_err());
+    assert!(s.add(true, 1, LSB_EXP).is_ok());
+    assert!(s.add(true, 1, LSB_EXP - 1).is_err());
+}

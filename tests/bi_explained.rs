@@ -189,3 +189,41 @@ fn an_all_gather_matmul_is_explained_by_its_two_paths() {
         "{e}"
     );
 }
+
+#[test]
+fn a_side_no_order_names_is_revealed_by_probing() {
+    let dir = common::fresh_dir("explained-reveal");
+    let runner = format!(
+        "exec:python3 {}/tests/runners/stdlib_runner.py reverse-above-4",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = mxbi(
+        &dir,
+        &[
+            "bi",
+            "run",
+            "--subject",
+            &runner,
+            "--family",
+            "batch",
+            "--m",
+            "1,8",
+            "--k",
+            "32",
+            "--n",
+            "4",
+            "--json",
+            "r.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&read(&dir, "r.json")).unwrap();
+    let e = &v["explanations"][0];
+    assert_eq!(e["base"]["order"], "muladd", "{e}");
+    assert_eq!(e["base"]["known"], "identified", "{e}");
+    // the reversed sum is in no order of the family: probed, summarised
+    assert_eq!(e["variant"]["known"], "not-nameable", "{e}");
+    let closest = e["variant"]["closest"].as_str().unwrap();
+    assert!(closest.contains("probed: 32 terms, 31 additions"), "{closest}");
+    assert!(closest.contains("terms joining in DECREASING k"), "{closest}");
+}

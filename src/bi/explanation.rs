@@ -39,6 +39,9 @@ pub enum Known {
     Declared,
     /// An order of the explainer's family reproduces the side's bytes.
     Identified,
+    /// No order of the family reproduces the side's bytes, but probing
+    /// the subject (`reveal`) recovered a tree an order names.
+    Revealed,
     /// The op model's record of the row (its path, order and scale point)
     /// reproduces the side's bytes.
     OpModel,
@@ -52,6 +55,7 @@ impl Known {
         match self {
             Known::Declared => "declared",
             Known::Identified => "identified from the bytes",
+            Known::Revealed => "revealed by probing",
             Known::OpModel => "the op model's path",
             Known::NotNameable => "not nameable",
         }

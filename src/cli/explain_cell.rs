@@ -306,7 +306,12 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
                 story.note = Some("the op model does not account for both sides' bytes".into());
             }
         }
-        (None, Some(row)) => summarise(&mut story, row, &sides, &declared),
+        (None, Some(row)) => {
+            summarise(&mut story, row, &sides, &declared);
+            let subjects = [setup.subject, other];
+            let ms = [a_left.len() / k, a_right.len() / k];
+            reveal_unnamed(&mut story, &subjects, ms, (k, n, opts), &varies);
+        }
         (None, None) => story.note = Some("nothing to explain".into()),
     }
     let json = json!({
@@ -373,6 +378,94 @@ fn side_story(side: &str, id: &crate::explain::RowIdentity, declared: Option<cra
                 )
             }),
         },
+    }
+}
+
+/// Largest K and M at which a side no order names is probed (`reveal`:
+/// some tens of launches of the side's shape).
+pub const REVEAL_MAX_K: usize = 4096;
+pub const REVEAL_MAX_M: usize = 1024;
+
+/// A side no order of the family reproduces is probed (`explain::reveal`
+/// at the side's M, K, N) when its subject is one device and the shape is
+/// within [`REVEAL_MAX_K`] and [`REVEAL_MAX_M`]: a named tree makes the side
+/// `revealed` (and, both sides named, their divergence and fixes are
+/// given); an unnamed one adds its summary to the side's closest; a
+/// data-dependent order is said in the note.
+fn reveal_unnamed(
+    story: &mut Explanation,
+    subjects: &[&dyn Subject; 2],
+    ms: [usize; 2],
+    (k, n, opts): (usize, usize, &CheckOptions),
+    varies: &Varies,
+) {
+    let mut revealed_any = false;
+    for (i, side) in [&mut story.base, &mut story.variant].into_iter().enumerate() {
+        let Some(side) = side.as_mut() else { continue };
+        if side.order.is_some() || subjects[i].world_size() != 1 || k > REVEAL_MAX_K || ms[i] > REVEAL_MAX_M {
+            continue;
+        }
+        let o = crate::explain::RevealOptions {
+            m: ms[i],
+            k,
+            n,
+            input: opts.input,
+            seed: opts.seed,
+            verify_rows: 1,
+        };
+        match crate::explain::reveal(subjects[i], o) {
+            Ok(r) => match r.order {
+                Some(order) => {
+                    side.order = Some(order.to_string());
+                    side.known = Known::Revealed;
+                    side.closest = None;
+                    revealed_any = true;
+                }
+                None => {
+                    let words = r.shape.describe().join(" ");
+                    let nearest = r
+                        .closest
+                        .as_ref()
+                        .map(|c| format!("; nearest by tree {}", c.order))
+                        .unwrap_or_default();
+                    side.closest = Some(match side.closest.take() {
+                        Some(c) => format!("{c}; probed: {words}{nearest}"),
+                        None => format!("probed: {words}{nearest}"),
+                    });
+                }
+            },
+            Err(e) => {
+                let w = format!("{} side: {}", if i == 0 { "baseline" } else { "variant" }, e);
+                story.note = Some(match story.note.take() {
+                    Some(n) => format!("{n}; {w}"),
+                    None => w,
+                });
+            }
+        }
+    }
+    // both sides named now: where they diverge and the fixes
+    let named = |s: &Option<SideStory>| {
+        s.as_ref()
+            .and_then(|s| s.order.as_deref()?.parse::<crate::order::Order>().ok())
+    };
+    if let (true, Some(l), Some(r)) = (revealed_any, named(&story.base), named(&story.variant)) {
+        let d = crate::explain::diverge(&l, &r, k, false);
+        story.mechanism = d.mechanisms.iter().map(|m| m.to_string()).collect();
+        story.fixes = crate::explain::suggest(&d, varies)
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        story.first_node = d.divergence.as_ref().map(|div| {
+            let first = div.to_string();
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(':')
+                .to_string();
+            format!("{first}, after {} identical terms", d.common_terms)
+        });
+        story.note = None;
     }
 }
 

@@ -22,7 +22,8 @@ malformed-input battery: f16-said-f32 (writes f16, says f32), other-m (writes
 writing it, then exits), chatter-after (prints a log line after each answer);
 outputs that do not depend on the inputs: zeros (every output +0), const
 (every output 1.0); an order outside the explainer's family: reverse (the
-same serial muladd from k = K-1 down to 0).
+same serial muladd from k = K-1 down to 0), reverse-above-4 (that order
+for M > 4, the forward one up to M = 4: batch-variant).
 """
 import ast
 import json
@@ -77,7 +78,7 @@ def matmul(a, b, reverse=False):
 def answer(job, mode):
     """Writes job["out"]; returns the dtype name."""
     a, b = load(job["a"]), load(job["b"])
-    c = matmul(a, b, reverse=(mode == "reverse"))
+    c = matmul(a, b, reverse=(mode == "reverse" or (mode == "reverse-above-4" and len(a) > 4)))
     m, n = len(c), len(c[0])
     flat = [x for row in c for x in row]
     bits = list(struct.unpack("<%dI" % len(flat), struct.pack("<%df" % len(flat), *flat)))
