@@ -563,3 +563,23 @@ fn exactness_two_terms() {
     );
     assert!(e[0].same_bytes);
 }
+
+/// Two observations are explained by the nearest pair of their
+/// reproducing orders: a row that both `fma` and `muladd` reproduce, beside
+/// `muladd;split=2`, is `muladd` (a split change only), not `fma` (which
+/// would add a step-arithmetic change that is not there).
+#[test]
+fn the_nearest_pair_says_only_what_changed() {
+    use mxbi::explain::nearest_pair;
+    use mxbi::order::Order;
+    let o = |s: &str| s.parse::<Order>().unwrap();
+    let pair = nearest_pair(&[o("fma"), o("muladd")], &[o("muladd;split=2")]).unwrap();
+    assert_eq!(
+        (pair.0.to_string(), pair.1.to_string()),
+        ("muladd".into(), "muladd;split=2".into())
+    );
+    // ties go to the simplest
+    let pair = nearest_pair(&[o("fma"), o("muladd")], &[o("fma;split=2"), o("muladd;split=2")]).unwrap();
+    assert_eq!(pair.0.to_string(), "fma");
+    assert!(nearest_pair(&[], &[o("fma")]).is_none());
+}

@@ -76,6 +76,11 @@ def diverge(
     return Divergence(text, fixes)
 
 
+def _cut(line: str, limit: int = 200) -> str:
+    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    return line if len(line) <= limit else line[: limit - 1] + "\u2026"
+
+
 def explain_cell(fn: Any, report: Any, cell: Any = None, *, seed: int = 7) -> str:
     """Explains a failing cell of ``report`` (default: the first ``BI_FAIL``)
     by revealing ``fn``'s order on both sides of it: for the batch family
@@ -99,10 +104,16 @@ def explain_cell(fn: Any, report: Any, cell: Any = None, *, seed: int = 7) -> st
         if cell is None:
             return "no BI_FAIL cell to explain"
     k, n, inp = cell.k, cell.n, report.input
-    right = reveal(fn, cell.m, k, n, input=inp, seed=seed)
+    try:
+        right = reveal(fn, cell.m, k, n, input=inp, seed=seed)
+    except MxbiError as e:  # no static tree: say so in one line
+        return _cut(f"{cell.id}: at M={cell.m} not revealed: {e}")
     if cell.family == "batch" and report.ms:
         m0 = report.ms[0]
-        left = reveal(fn, m0, k, n, input=inp, seed=seed)
+        try:
+            left = reveal(fn, m0, k, n, input=inp, seed=seed)
+        except MxbiError as e:
+            return _cut(f"{cell.id}: at M={m0} not revealed: {e}")
         head = f"{cell.id}: at M={m0} the kernel runs {left.order or '(no order of the grammar)'}; " \
                f"at M={cell.m} it runs {right.order or '(no order of the grammar)'}"
         if left.order and right.order:

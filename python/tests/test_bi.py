@@ -74,15 +74,23 @@ def test_the_same_bytes_through_python_and_the_cli(tmp_path):
         ["bi", "run", "--subject", "dispatch:t.json", "--family", "batch,position,content",
          "--m", ",".join(map(str, MS)), "--k", str(K), "--n", str(N), "--json", "r.json",
          # the table declares its orders, the callable does not: compare
-         # the checks without the witness check
-         "--witness", "off"],
+         # the checks without the witness check and the explanations
+         # (declared vs identified), then the explanations' orders
+         "--witness", "off", "--no-explain"],
         cwd=tmp_path, check=False,
     )
     assert p.returncode == 1, p.stderr
     cli = (tmp_path / "r.json").read_text()
-    py = mxbi.bi.check(split_k_by_m, families=["batch", "position", "content"], k=K, n=N, m=MS)
+    py = mxbi.bi.check(split_k_by_m, families=["batch", "position", "content"], k=K, n=N, m=MS, explain=False)
     assert json.dumps(renamed(py, "dispatch:t.json"), indent=2) + "\n" == cli
     assert py.exit_code == p.returncode
+    explained = mxbi.bi.check(split_k_by_m, families=["batch", "position", "content"], k=K, n=N, m=MS)
+    run_cli(["bi", "run", "--subject", "dispatch:t.json", "--family", "batch,position,content",
+             "--m", ",".join(map(str, MS)), "--k", str(K), "--n", str(N), "--json", "e.json", "--witness", "off"],
+            cwd=tmp_path, check=False)
+    cli_e = json.loads((tmp_path / "e.json").read_text())["explanations"]
+    pairs = lambda es: [(e["family"], e["base"]["order"], e["variant"]["order"]) for e in es]  # noqa: E731
+    assert pairs([e.__dict__ for e in explained.explanations]) == pairs(cli_e) != []
 
     spec = "model:fma;split=4"
     p = run_cli(["bi", "run", "--subject", spec, "--family", "batch,permutation,repeat", "--m", "1,5,9",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import mxbi
 from conftest import split_k_by_m
@@ -32,10 +33,27 @@ def blas(a, b):
     return np.asarray(a, np.float32) @ np.asarray(b, np.float32)
 
 
-def test_a_blas_cell_is_explained_in_at_most_40_lines():
-    r = mxbi.bi.check(blas, ["batch"], k=256, n=16, m=[1, 64], explain=False)
-    cell = next(c for c in r.cells if c.m == 64)
-    text = mxbi.explain.explain_cell(blas, r, cell)
-    lines = text.splitlines()
-    assert 0 < len(lines) <= 40, text
-    assert all(len(x) <= 200 for x in lines), text
+def reversed_above_4(a, b):
+    """muladd from k = K-1 down to 0 for M > 4 (no order of the family has
+    that tree), forward up to M = 4."""
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    ks = range(a.shape[1] - 1, -1, -1) if a.shape[0] > 4 else range(a.shape[1])
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for t in ks:
+        acc = (acc + a[:, t : t + 1] * b[t : t + 1, :]).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("kernel", [blas, reversed_above_4])
+def test_a_cell_is_explained_in_at_most_40_lines(kernel):
+    """numpy's BLAS (named, or no static tree at larger M: one line), and a
+    tree no order names (a summary, not its 255 nodes)."""
+    for ms in ([1, 8], [1, 64]):
+        r = mxbi.bi.check(kernel, ["batch"], k=256, n=16, m=ms, explain=False)
+        cell = next(c for c in r.cells if c.m == ms[1])
+        text = mxbi.explain.explain_cell(kernel, r, cell)
+        lines = text.splitlines()
+        assert 0 < len(lines) <= 40, text
+        assert all(len(x) <= 200 for x in lines), text
+    if kernel is reversed_above_4:
+        assert "terms joining in DECREASING k" in text, text

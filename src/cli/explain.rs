@@ -544,7 +544,7 @@ pub(super) fn report(
                 }
                 text.push('\n');
             }
-            if let (Some(lo), Some(ro)) = (id.order(), vid.order()) {
+            if let Some((lo, ro)) = explain::nearest_pair(&id.matches, &vid.matches) {
                 let diff = explain::diverge(&lo, &ro, ops_k, mx);
                 let fixes = explain::suggest(&diff, varies);
                 let prof = explain::k_profile(&p, r, &lo, &ro, k_chunk).map_err(CliError)?;

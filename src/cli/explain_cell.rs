@@ -343,9 +343,14 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
 /// A side as the explanation names it: the order that reproduces its
 /// bytes (declared when the subject declares that very order), else the
 /// closest order and its distance.
-fn side_story(side: &str, id: &crate::explain::RowIdentity, declared: Option<crate::order::Order>) -> SideStory {
+fn side_story(
+    side: &str,
+    id: &crate::explain::RowIdentity,
+    chosen: Option<crate::order::Order>,
+    declared: Option<crate::order::Order>,
+) -> SideStory {
     let k_same = |a: &crate::order::Order| id.matches.iter().any(|m| m == a);
-    match id.order() {
+    match chosen.or(id.order()) {
         Some(o) => {
             let (order, known) = match declared {
                 Some(d) if k_same(&d) => (d, Known::Declared),
@@ -476,9 +481,12 @@ fn summarise(
     sides: &[String; 2],
     declared: &[Option<crate::order::Order>; 2],
 ) {
-    story.base = Some(side_story(&sides[0], &row.observed, declared[0]));
+    // the pair the divergence was computed for (the nearest of the two
+    // sides' reproducing sets), else each side's simplest
+    let pair = row.diff.as_ref().map(|(d, _, _)| (d.left, d.right));
+    story.base = Some(side_story(&sides[0], &row.observed, pair.map(|p| p.0), declared[0]));
     if let Some(v) = &row.vs {
-        story.variant = Some(side_story(&sides[1], v, declared[1]));
+        story.variant = Some(side_story(&sides[1], v, pair.map(|p| p.1), declared[1]));
     }
     match &row.diff {
         Some((d, fixes, agree)) => {
@@ -498,7 +506,7 @@ fn summarise(
                         }
                     }
                 }
-                if let Some(k) = agree {
+                if let Some(k) = agree.filter(|&k| k > 0) {
                     w.push_str(&format!("; bytes agree for k < {k}"));
                 }
                 story.first_node = Some(w);

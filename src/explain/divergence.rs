@@ -169,6 +169,26 @@ fn family_name(o: &Order) -> String {
     }
 }
 
+/// The pair of orders, one from each side's reproducing set (`left`,
+/// `right`, simplest first), that differ in the fewest mechanisms (ties:
+/// the simplest); None when a side has none. Two observations explained
+/// by this pair say what changed and nothing more (a row reproduced by both
+/// `fma` and `muladd` is not said to change its step arithmetic when the
+/// other side is `muladd;split=2`). At most the 64 simplest of each side
+/// are paired.
+pub fn nearest_pair(left: &[Order], right: &[Order]) -> Option<(Order, Order)> {
+    let mut best: Option<(usize, usize, Order, Order)> = None;
+    for (i, l) in left.iter().take(64).enumerate() {
+        for (j, r) in right.iter().take(64).enumerate() {
+            let key = (mechanisms(l, r).len(), i + j);
+            if best.as_ref().is_none_or(|b| key < (b.0, b.1)) {
+                best = Some((key.0, key.1, *l, *r));
+            }
+        }
+    }
+    best.map(|b| (b.2, b.3))
+}
+
 /// The differences between two orders, field by field.
 pub fn mechanisms(l: &Order, r: &Order) -> Vec<Mechanism> {
     let mut v = Vec::new();

@@ -33,7 +33,9 @@ mod words;
 
 pub use across::{across_rows, AcrossRows, RowGroup};
 pub use candidates::{Candidate, Source};
-pub use divergence::{diverge, k_profile, ulp_distance, ulp_map, ChunkUlp, Location, Mechanism, TileUlp, TreeDiff};
+pub use divergence::{
+    diverge, k_profile, nearest_pair, ulp_distance, ulp_map, ChunkUlp, Location, Mechanism, TileUlp, TreeDiff,
+};
 pub use exactness::{analyze, ElementExactness, Reason};
 pub use fix::{suggest, Fix, Varies};
 pub use identify::{identify, simplest_order, Closest, IdentifyOptions, RowIdentity};
