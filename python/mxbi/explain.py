@@ -107,12 +107,16 @@ def explain_cell(fn: Any, report: Any, cell: Any = None, *, seed: int = 7) -> st
     try:
         right = reveal(fn, cell.m, k, n, input=inp, seed=seed)
     except MxbiError as e:  # no static tree: say so in one line
+        if "no static tree" not in str(e):
+            raise
         return _cut(f"{cell.id}: at M={cell.m} not revealed: {e}")
     if cell.family == "batch" and report.ms:
         m0 = report.ms[0]
         try:
             left = reveal(fn, m0, k, n, input=inp, seed=seed)
         except MxbiError as e:
+            if "no static tree" not in str(e):
+                raise
             return _cut(f"{cell.id}: at M={m0} not revealed: {e}")
         head = f"{cell.id}: at M={m0} the kernel runs {left.order or '(no order of the grammar)'}; " \
                f"at M={cell.m} it runs {right.order or '(no order of the grammar)'}"
