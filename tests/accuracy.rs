@@ -841,3 +841,20 @@ fn the_exact_sum_takes_terms_up_to_its_top_and_refuses_beyond() {
     assert!(s.add(true, 1, LSB_EXP).is_ok());
     assert!(s.add(true, 1, LSB_EXP - 1).is_err());
 }
+
+/// A term whose shifted magnitude spans three limbs keeps its top bits
+/// (a mutation of the third limb's shift lived, docs/TESTING.md): adding
+/// it whole equals adding its high and low bits apart.
+#[test]
+fn a_term_spanning_three_limbs_is_added_whole() {
+    use mxbi::accuracy::golden::LSB_EXP;
+    let (hi, lo) = (3u128 << 100, 5u128);
+    // shift 40 within a limb: bits 100..101 land at 140..141, past 128
+    let exp = LSB_EXP + 2 * 64 + 40;
+    let mut whole = ExactSum::new();
+    whole.add(false, hi | lo, exp).unwrap();
+    let mut apart = ExactSum::new();
+    apart.add(false, 3, exp + 100).unwrap();
+    apart.add(false, lo, exp).unwrap();
+    assert_eq!(whole, apart);
+}
