@@ -108,7 +108,7 @@ pub struct Case {
     /// is carried into the report; `bi` selects the content test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<Standard>,
-    /// How input values are drawn (default: the plain drawing): a content
+    /// How input values are drawn (default: the `separating` drawing, docs/BI.md "Power"): a content
     /// class and its simplifications (`mxbi fuzz` writes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
