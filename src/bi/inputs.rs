@@ -92,7 +92,7 @@ pub struct Rows {
     pub draw: Draw,
     /// B, `[K, N]` row-major.
     pub b: Vec<f32>,
-    /// How the values are drawn (default: the plain drawing).
+    /// How the values are drawn (default: `separating`; `Rows::plain` for the plain one).
     pub content: Content,
 }
 
