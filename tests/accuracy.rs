@@ -858,3 +858,20 @@ fn a_term_spanning_three_limbs_is_added_whole() {
     apart.add(false, lo, exp).unwrap();
     assert_eq!(whole, apart);
 }
+
+/// A carry ripples through every limb it reaches (a mutation of the
+/// carry loop's bound lived, docs/TESTING.md): three full limbs plus one
+/// are one unit of the limb above them.
+#[test]
+fn a_carry_ripples_past_three_full_limbs() {
+    use mxbi::accuracy::golden::LSB_EXP;
+    let limb = |i: i32| LSB_EXP + 64 * i;
+    let mut s = ExactSum::new();
+    for i in 4..7 {
+        s.add(false, u64::MAX as u128, limb(i)).unwrap();
+    }
+    s.add(false, 1, limb(4)).unwrap();
+    let mut want = ExactSum::new();
+    want.add(false, 1, limb(7)).unwrap();
+    assert_eq!(s, want);
+}
