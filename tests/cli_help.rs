@@ -157,11 +157,19 @@ fn top_level_help_defines_batch_invariance_and_where_to_start() {
 /// `bi run` and `order` (tests/cli.rs checks those).
 #[test]
 fn fuzz_refuses_k_beyond_the_limit_in_the_same_words() {
+    let dir = std::env::temp_dir().join(format!("mxbi-fuzz-k-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
     let o = bin()
+        .current_dir(&dir)
         .args(["fuzz", "--subject", "model:fma", "--max-k", "4194305"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // refused before the header and before --out is made
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(!dir.join("mxbi-fuzz").exists(), "--out was made for a refused run");
+    let _ = std::fs::remove_dir_all(&dir);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         err.trim_end(),

@@ -238,7 +238,6 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
                 .map_err(|e| CliError(format!("--classes: {e}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("--out {}: {e}", a.out.display())))?;
     let corpus = a.corpus.clone().unwrap_or_else(|| a.out.join("corpus"));
     let t = target(&a.subject, input, a.timeout)?;
     let cfg = FuzzConfig {
@@ -260,6 +259,12 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
         max_shrink_runs: a.max_shrink_runs,
         confirm: a.confirm,
     };
+    // bad settings are refused before the header and before --out is
+    // made: nothing on stdout, nothing on disk
+    crate::fuzz::check_config(&cfg, t.subject.as_ref()).map_err(|e| match e {
+        FuzzError::BadInput(e) | FuzzError::Broken(e) => CliError(e),
+    })?;
+    std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("--out {}: {e}", a.out.display())))?;
     let name = t.subject.name();
     outln!("mxbi fuzz: {name}, seed {}", a.seed);
     let start = Instant::now();

@@ -64,7 +64,7 @@ mod strategy;
 
 pub use case::{FuzzCase, Outcome};
 pub use corpus::{case_text, load_corpus, relative_spec, save_case, write_atomic};
-pub use run::{fuzz, fuzz_with};
+pub use run::{check_config, fuzz, fuzz_with};
 
 use crate::bi::{Cell, ContentClass, Others};
 use crate::order::InType;

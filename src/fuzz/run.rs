@@ -100,17 +100,27 @@ pub fn fuzz(subject: &dyn Subject, cfg: &FuzzConfig) -> Result<FuzzOutcome, Fuzz
     fuzz_with(subject, &none, cfg)
 }
 
-/// [`fuzz`] over knob settings: `factory` builds the subject of each
-/// non-empty setting in `cfg.knobs` (once each); `subject` is the setting
-/// without knobs.
-pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> Result<FuzzOutcome, FuzzError> {
+/// The settings' checks, before anything runs: Err(BadInput) names the
+/// first bad one (a caller can refuse bad input before it prints a word).
+pub fn check_config(cfg: &FuzzConfig, subject: &dyn Subject) -> Result<(), FuzzError> {
+    checked_space(cfg, subject).map(|_| ())
+}
+
+fn checked_space(cfg: &FuzzConfig, subject: &dyn Subject) -> Result<Space, FuzzError> {
     if cfg.confirm > MAX_CONFIRM {
         return Err(FuzzError::BadInput(format!(
             "--confirm {} is out of range (0..={MAX_CONFIRM})",
             cfg.confirm
         )));
     }
-    let space = Space::new(cfg, subject)?;
+    Space::new(cfg, subject)
+}
+
+/// [`fuzz`] over knob settings: `factory` builds the subject of each
+/// non-empty setting in `cfg.knobs` (once each); `subject` is the setting
+/// without knobs.
+pub fn fuzz_with(subject: &dyn Subject, factory: &Factory, cfg: &FuzzConfig) -> Result<FuzzOutcome, FuzzError> {
+    let space = checked_space(cfg, subject)?;
     let input = cfg.input.or(subject.input()).unwrap_or(InType::F32);
     let spec = if cfg.spec.is_empty() {
         subject.name()
