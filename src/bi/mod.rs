@@ -82,7 +82,7 @@ pub use explanation::{Explanation, Known, SideStory, EXPLANATION_SCHEMA};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
-pub use inputs::{input_of, other_id, Draw, Rows};
+pub use inputs::{input_of, other_id, target_batch, Draw, Rows};
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
 pub use mrange::{

@@ -137,9 +137,9 @@ pub(super) struct Batch {
 impl Batch {
     /// M rows: the target (id 0) at `at`, the others from `set` in order.
     pub(super) fn with_target(m: usize, at: usize, set: u64) -> Batch {
-        let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
-        ids.insert(at, 0);
-        Batch { ids }
+        Batch {
+            ids: super::inputs::target_batch(m, at, set),
+        }
     }
 
     /// M rows `0..M` of set A (all rows compared).

@@ -7,20 +7,12 @@
 use super::bi_case::resolve_spec;
 use super::explain::{read_dispatch, report, Reported, RowStory};
 use super::{CliError, Outcome, Result};
-use crate::bi::{other_id, CheckOptions, Content, Explanation, Family, Known, RowPos, Rows, SideStory};
+use crate::bi::{target_batch, CheckOptions, Content, Explanation, Family, Known, RowPos, Rows, SideStory};
 use crate::explain::Varies;
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::subject::{Knobs, Subject};
 use serde_json::{json, Value};
 use std::path::Path;
-
-/// The checker's batch of M rows with the target (id 0) at `at`, the
-/// others from `set` (the checker's own numbering, `bi::other_id`).
-fn with_target(m: usize, at: usize, set: u64) -> Vec<u64> {
-    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
-    ids.insert(at, 0);
-    ids
-}
 
 /// A check as it ran: its subject(s), their specs (an op subject's
 /// provenance is rebuilt from the spec under `knobs`), options and content.
@@ -151,15 +143,15 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
     let (b_ids, bi, v_ids, vi, varies) = match family {
         Family::Content => {
             let i = pos(m)?;
-            (with_target(m, i, 0), i, with_target(m, i, 1), i, Varies::Unknown)
+            (target_batch(m, i, 0), i, target_batch(m, i, 1), i, Varies::Unknown)
         }
         Family::Anchor => {
             // the row at 0 of the first batch vs at ROW of a batch of M
             let i = pos(m)?;
             (
-                with_target(m0, 0, 0),
+                target_batch(m0, 0, 0),
                 0,
-                with_target(m, i, 0),
+                target_batch(m, i, 0),
                 i,
                 Varies::BatchSize { left: m0, right: m },
             )
@@ -177,26 +169,32 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
                 }
                 let off = i % (m / ws);
                 let at = r * (m / ws) + off;
-                (with_target(m, off, 0), off, with_target(m, at, 0), at, Varies::Unknown)
+                (
+                    target_batch(m, off, 0),
+                    off,
+                    target_batch(m, at, 0),
+                    at,
+                    Varies::Unknown,
+                )
             } else {
-                (with_target(m, i, 0), i, with_target(m, i, 0), i, Varies::Unknown)
+                (target_batch(m, i, 0), i, target_batch(m, i, 0), i, Varies::Unknown)
             }
         }
         Family::Batch => {
             let i = pos(m.min(m0))?;
             (
-                with_target(m0, i, 0),
+                target_batch(m0, i, 0),
                 i,
-                with_target(m, i, 0),
+                target_batch(m, i, 0),
                 i,
                 Varies::BatchSize { left: m0, right: m },
             )
         }
         Family::Position => {
             let i = pos(m)?;
-            (with_target(m, 0, 0), 0, with_target(m, i, 0), i, Varies::Unknown)
+            (target_batch(m, 0, 0), 0, target_batch(m, i, 0), i, Varies::Unknown)
         }
-        Family::Switch => (with_target(m, 0, 0), 0, with_target(m, 0, 0), 0, Varies::Unknown),
+        Family::Switch => (target_batch(m, 0, 0), 0, target_batch(m, 0, 0), 0, Varies::Unknown),
         _ => {
             return Err(bad(
                 "explain --cell runs content, batch, position, anchor, rank and switch cells",
@@ -455,23 +453,52 @@ fn reveal_unnamed(
     };
     if let (true, Some(l), Some(r)) = (revealed_any, named(&story.base), named(&story.variant)) {
         let d = crate::explain::diverge(&l, &r, k, false);
-        story.mechanism = d.mechanisms.iter().map(|m| m.to_string()).collect();
-        story.fixes = crate::explain::suggest(&d, varies)
-            .iter()
-            .map(|f| f.to_string())
-            .collect();
-        story.first_node = d.divergence.as_ref().map(|div| {
-            let first = div.to_string();
-            let first = first
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_end_matches(':')
-                .to_string();
-            format!("{first}, after {} identical terms", d.common_terms)
-        });
+        let fixes = crate::explain::suggest(&d, varies);
         story.note = None;
+        tell_divergence(story, &d, &fixes, None);
     }
+}
+
+/// Sets `story`'s first diverging node, mechanism and fixes from the
+/// divergence of its two orders (`agree`: the K prefix over which the
+/// bytes agree, when measured).
+fn tell_divergence(
+    story: &mut Explanation,
+    d: &crate::explain::TreeDiff,
+    fixes: &[crate::explain::Fix],
+    agree: Option<usize>,
+) {
+    match &d.divergence {
+        Some(div) => {
+            let first = div.to_string();
+            let first = first.lines().next().unwrap_or_default().trim_end_matches(':');
+            let first = first.strip_prefix("first difference at ").unwrap_or(first);
+            let mut w = format!("{first}, after {} identical terms", d.common_terms);
+            match (&d.left_at, &d.right_at) {
+                (Some(a), Some(b)) if a == b => w.push_str(&format!(", at {a} on both sides")),
+                (a, b) => {
+                    if let Some(a) = a {
+                        w.push_str(&format!(": baseline continues with {a}"));
+                    }
+                    if let Some(b) = b {
+                        w.push_str(&format!(", variant with {b}"));
+                    }
+                }
+            }
+            if let Some(k) = agree.filter(|&k| k > 0) {
+                w.push_str(&format!("; bytes agree for k < {k}"));
+            }
+            story.first_node = Some(w);
+        }
+        None => {
+            story.note = Some(format!(
+                "{} and {} are the same tree for K = {}: the bytes differ for another reason",
+                d.left, d.right, d.k
+            ))
+        }
+    }
+    story.mechanism = d.mechanisms.iter().map(|m| m.to_string()).collect();
+    story.fixes = fixes.iter().map(|f| f.to_string()).collect();
 }
 
 /// Fills `story` from the row's identification and divergence.
@@ -490,34 +517,7 @@ fn summarise(
     }
     match &row.diff {
         Some((d, fixes, agree)) => {
-            if let Some(div) = &d.divergence {
-                let first = div.to_string();
-                let first = first.lines().next().unwrap_or_default().trim_end_matches(':');
-                let first = first.strip_prefix("first difference at ").unwrap_or(first);
-                let mut w = format!("{first}, after {} identical terms", d.common_terms);
-                match (&d.left_at, &d.right_at) {
-                    (Some(a), Some(b)) if a == b => w.push_str(&format!(", at {a} on both sides")),
-                    (a, b) => {
-                        if let Some(a) = a {
-                            w.push_str(&format!(": baseline continues with {a}"));
-                        }
-                        if let Some(b) = b {
-                            w.push_str(&format!(", variant with {b}"));
-                        }
-                    }
-                }
-                if let Some(k) = agree.filter(|&k| k > 0) {
-                    w.push_str(&format!("; bytes agree for k < {k}"));
-                }
-                story.first_node = Some(w);
-            } else {
-                story.note = Some(format!(
-                    "{} and {} are the same tree for K = {}: the bytes differ for another reason",
-                    d.left, d.right, d.k
-                ));
-            }
-            story.mechanism = d.mechanisms.iter().map(|m| m.to_string()).collect();
-            story.fixes = fixes.iter().map(|f| f.to_string()).collect();
+            tell_divergence(story, d, fixes, *agree);
         }
         None => {
             let named = |s: &Option<SideStory>| s.as_ref().is_some_and(|s| s.order.is_some());

@@ -7,18 +7,11 @@
 //! bytes no candidate reproduces, get a line saying so.
 
 use super::case::FuzzCase;
-use crate::bi::{other_id, Cell, Family, Rows};
+use crate::bi::{target_batch, Cell, Family, Rows};
 use crate::explain::{diverge, simplest_order, suggest, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::order::Order;
 use crate::subject::Subject;
-
-/// A batch of `m` rows: the target (id 0) at `at`, the others from `set`.
-fn batch_ids(m: usize, at: usize, set: u64) -> Vec<u64> {
-    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
-    ids.insert(at, 0);
-    ids
-}
 
 /// Row `at` of `subject`'s output on the batch `ids`.
 fn output_row(subject: &dyn Subject, rows: &Rows, ids: &[u64], at: usize) -> Option<Vec<f32>> {
@@ -104,15 +97,19 @@ fn account(subject: &dyn Subject, fc: &FuzzCase, cell: &Cell) -> Account {
             let Some(i) = fc.row.resolve(fc.m) else {
                 return Vec::new().into();
             };
-            ((batch_ids(fc.m, i, 0), i), (batch_ids(fc.m, i, 1), i), Varies::Unknown)
+            (
+                (target_batch(fc.m, i, 0), i),
+                (target_batch(fc.m, i, 1), i),
+                Varies::Unknown,
+            )
         }
         Family::Batch => {
             let Some(i) = fc.row.resolve(fc.m.min(fc.base_m)) else {
                 return Vec::new().into();
             };
             (
-                (batch_ids(fc.base_m, i, 0), i),
-                (batch_ids(fc.m, i, 0), i),
+                (target_batch(fc.base_m, i, 0), i),
+                (target_batch(fc.m, i, 0), i),
                 Varies::BatchSize {
                     left: fc.base_m,
                     right: fc.m,
@@ -123,7 +120,11 @@ fn account(subject: &dyn Subject, fc: &FuzzCase, cell: &Cell) -> Account {
             let Some(i) = fc.row.resolve(fc.m) else {
                 return Vec::new().into();
             };
-            ((batch_ids(fc.m, 0, 0), 0), (batch_ids(fc.m, i, 0), i), Varies::Unknown)
+            (
+                (target_batch(fc.m, 0, 0), 0),
+                (target_batch(fc.m, i, 0), i),
+                Varies::Unknown,
+            )
         }
         _ => return Vec::new().into(),
     };
