@@ -1,5 +1,7 @@
+mod cli;
+
 use clap::Parser;
-use mxbi::cli::{clap_error_line, help_for_missing_subcommand, one_line, run, stdout_error, write_stderr_line, Cli};
+use cli::{clap_error_line, help_for_missing_subcommand, one_line, run, stdout_error, write_stderr_line, Cli};
 
 /// Bad input or a failure to run: one line on stderr, exit code 2 (the
 /// exit-code policy: README, "Exit codes"; 0 and 1 come from `Outcome`).

@@ -48,6 +48,29 @@ impl SplitMix64 {
     }
 }
 
+/// Exponent range of the benchmarks' input ([`bench_input`]): |x| in [2^-BENCH_EXP_SPREAD, 2^(BENCH_EXP_SPREAD+1)).
+pub const BENCH_EXP_SPREAD: i32 = 24;
+
+/// The benchmarks' input (`mxbi bench`, the criterion benches): random sign, random 23-bit mantissa, exponent
+/// uniform in [-24, 24] (49 binades, wider than any FP8 format), no
+/// zeros/Inf/NaN. Its own stream (xorshift64, fixed seed), not [`SplitMix64`]:
+/// the published benchmark figures (docs/PERFORMANCE.md) were measured on it.
+pub fn bench_input(n: usize) -> Vec<f32> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let u = state;
+            let sign = ((u >> 63) as u32) << 31;
+            let mant = (u >> 8) as u32 & 0x7F_FFFF;
+            let e = ((u >> 32) % (2 * BENCH_EXP_SPREAD as u64 + 1)) as i32 - BENCH_EXP_SPREAD;
+            f32::from_bits(sign | (((e + 127) as u32) << 23) | mant)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,14 @@
 //! fails here at once.
 
 use clap::CommandFactory;
-use mxbi::cli::Cli;
+use cli::Cli;
+
+/// The CLI is a private module of the `mxbi` binary, not part of the
+/// library: this test compiles its source as a module of its own to read
+/// the clap definitions.
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "../src/cli/mod.rs"]
+mod cli;
 use std::process::Command;
 
 fn bin() -> Command {

@@ -11,7 +11,14 @@
 //! a reader's terminal.
 
 use clap::{CommandFactory, Parser};
-use mxbi::cli::Cli;
+use cli::Cli;
+
+/// The CLI is a private module of the `mxbi` binary, not part of the
+/// library: this test compiles its source as a module of its own to read
+/// the clap definitions.
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "../src/cli/mod.rs"]
+mod cli;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -362,7 +369,7 @@ fn check_command(
     if let Err(e) = Cli::try_parse_from(argv) {
         use clap::error::ErrorKind;
         if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            return Some(format!("does not parse: {}", mxbi::cli::clap_error_line(&e)));
+            return Some(format!("does not parse: {}", cli::clap_error_line(&e)));
         }
     }
     None

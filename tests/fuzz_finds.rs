@@ -209,7 +209,7 @@ fn a_flaky_kernel_is_non_det_with_a_rate_and_no_minimal_case() {
     }
     // the files: fuzz.json lists them with their rate; no minimal.json
     let dir = fresh_dir("fuzz-flaky");
-    mxbi::cli::fuzz::write_files(&dir, &s.name(), &o).expect("the files are written");
+    mxbi::fuzz::write_files(&dir, &s.name(), &o).expect("the files are written");
     assert!(!dir.join("minimal.json").exists());
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("fuzz.json")).unwrap()).unwrap();

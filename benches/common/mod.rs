@@ -2,5 +2,5 @@
 //! as `mxbi bench` (random sign and mantissa, exponent uniform in [-24, 24]).
 
 pub fn input(n: usize) -> Vec<f32> {
-    mxbi::cli::bench::bench_input(n)
+    mxbi::rng::bench_input(n)
 }

@@ -69,11 +69,11 @@ impl Drop for Scratch {
 }
 
 /// An error message as mxbi prints it (`mxbi: error: ` and the message
-/// through `mxbi::cli::one_line`, as the binary and the Python package do)
+/// through `mxbi::message::one_line`, as the binary and the Python package do)
 /// is one non-empty line. (Messages may quote input that holds newlines;
 /// the printing joins them.)
 pub fn one_line(msg: &str) {
-    let printed = mxbi::cli::one_line(msg);
+    let printed = mxbi::message::one_line(msg);
     assert!(!printed.is_empty(), "an error message that prints empty: {msg:?}");
     assert!(!printed.contains('\n'), "an error message of several lines: {msg:?}");
 }

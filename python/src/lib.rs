@@ -16,7 +16,8 @@ use mxbi::gemm::{BLayout, Matrix, Problem};
 use mxbi::io::DType;
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset, ScaleLayout, ScaleMode};
 use mxbi::order::{InType, Order, Tree};
-use mxbi::subject::{Dump, Exec, ExecOptions, Knobs, Subject, SubjectError};
+use mxbi::subject::spec::RunnerOptions;
+use mxbi::subject::{Knobs, Subject, SubjectError};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -34,7 +35,7 @@ pyo3::create_exception!(
 );
 
 fn err(msg: impl Display) -> PyErr {
-    MxbiError::new_err(mxbi::cli::one_line(&msg.to_string()))
+    MxbiError::new_err(mxbi::message::one_line(&msg.to_string()))
 }
 
 /// Parses a name with the library's own parser and message.
@@ -796,7 +797,7 @@ impl Subject for PySubject {
                         }
                         return Err(self.broken());
                     }
-                    return Err(self.failed(mxbi::cli::one_line(&e.to_string())));
+                    return Err(self.failed(mxbi::message::one_line(&e.to_string())));
                 }
             };
             let arr = out.extract::<PyReadonlyArrayDyn<'_, f32>>().map_err(|_| {
@@ -856,69 +857,28 @@ struct RunnerCtx {
 }
 
 /// A subject spec string, as the CLI's `--subject`: the library's one
-/// parser (`mxbi::cli::subjects`: model:, dispatch:, op:, exec:, dump: and
+/// factory (`mxbi::subjects`: model:, dispatch:, op:, exec:, dump: and
 /// the GPU kinds, which need a build with feature `cuda` and say so
 /// otherwise), with `exec:`/`dump:` taking the call's runner options as
 /// `mxbi bi run` does; the CLI's messages.
 fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
-    if let Some(gpu) = mxbi::device::subject::GpuSpec::parse(spec) {
-        let parsed = gpu.map_err(err)?;
-        return Ok(Parsed {
-            input: Some(parsed.input()),
-            boundaries: parsed.m_boundaries(),
-            subject: mxbi::device::subject::gpu_subject_from_spec(spec)
-                .ok_or_else(|| err(format!("subject '{spec}': not a GPU kind")))?
-                .map_err(err)?,
-            abort: None,
-        });
-    }
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    match kind {
-        "exec" => {
-            let mut opts = ExecOptions {
-                input: ctx.input.unwrap_or(InType::F32),
-                ..ExecOptions::default()
-            };
-            if let Some(t) = ctx.timeout {
-                if !(t > 0.0 && t <= 86_400.0) {
-                    return Err(err(format!("timeout {t}: expected seconds in (0, 86400]")));
-                }
-                opts.timeout = std::time::Duration::from_secs_f64(t);
-            }
-            let e = Exec::start(arg, opts.clone()).map_err(err)?;
-            Ok(Parsed {
-                subject: Box::new(e),
-                input: Some(opts.input),
-                boundaries: vec![],
-                abort: None,
-            })
-        }
-        "dump" => {
-            let d = Dump::open(arg).map_err(err)?;
-            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
-                return Err(err(format!(
-                    "dump folder {arg} holds {} inputs, not {} (input)",
-                    d.input_type().name(),
-                    t.name()
-                )));
-            }
-            Ok(Parsed {
-                input: Some(d.input_type()),
-                boundaries: d.boundaries().to_vec(),
-                subject: Box::new(d),
-                abort: None,
-            })
-        }
-        _ => {
-            let s = mxbi::cli::subjects::subject_from_spec(spec, &Knobs::default()).map_err(err)?;
-            Ok(Parsed {
-                input: s.input(),
-                boundaries: s.m_boundaries(),
-                subject: s,
-                abort: None,
-            })
-        }
-    }
+    let runner = RunnerOptions {
+        input: ctx.input,
+        timeout: ctx
+            .timeout
+            .map(|t| mxbi::subject::spec::timeout_secs(t, "timeout"))
+            .transpose()
+            .map_err(err)?,
+        input_flag: "input",
+        ..RunnerOptions::default()
+    };
+    let p = mxbi::subjects::parse(spec, &Knobs::default(), &runner).map_err(err)?;
+    Ok(Parsed {
+        subject: p.subject,
+        input: p.input,
+        boundaries: p.boundaries,
+        abort: None,
+    })
 }
 
 /// A subject: a spec string (see [`subject_from_spec`]) or a callable,
@@ -1097,7 +1057,7 @@ fn check<'py>(
         // each failing family explained, as `mxbi bi run` does
         if explain {
             let name = subj.name();
-            mxbi::cli::explain_report(
+            mxbi::diagnosis::explain_report(
                 &mut r,
                 subj,
                 other,
@@ -1211,7 +1171,6 @@ fn fuzz(
     confirm: u32,
     others: Vec<String>,
 ) -> PyResult<PyFuzzOutcome> {
-    use mxbi::cli::fuzz as cli;
     use mxbi::fuzz::{fuzz_with, FuzzConfig, FuzzError};
     let budget = seconds("budget", budget, 86_400.0 * 365.0, true)?;
     let timeout = timeout.unwrap_or(120.0);
@@ -1233,7 +1192,7 @@ fn fuzz(
     // a spec: the CLI's own reading; a callable: the checker's Python subject
     let (parsed, spec, t_boundaries, knobs, k_multiple) = if let Ok(s) = subject.cast::<PyString>() {
         let spec: String = s.extract()?;
-        let t = cli::target(&spec, input, timeout).map_err(|e| err(e.0))?;
+        let t = mxbi::subjects::fuzz_target::target(&spec, input, timeout).map_err(err)?;
         let parsed = Parsed {
             input: t.subject.input(),
             boundaries: t.subject.m_boundaries(),
@@ -1275,7 +1234,7 @@ fn fuzz(
     let is_spec = parsed.abort.is_none();
     let factory = move |k: &Knobs| -> Result<Box<dyn Subject>, String> {
         if is_spec {
-            mxbi::cli::subjects::subject_from_spec(&spec, k)
+            mxbi::subjects::subject_from_spec(&spec, k)
         } else {
             Err(format!("knob setting {}: a Python callable has no settings", k.id()))
         }
@@ -1287,11 +1246,11 @@ fn fuzz(
         FuzzError::BadInput(e) | FuzzError::Broken(e) => err(argument_name(&e)),
     })?;
     let name = subj.name();
-    cli::something_ran(&name, &o).map_err(|e| err(e.0))?;
+    mxbi::fuzz::something_ran(&name, &o).map_err(err)?;
     let here = std::path::PathBuf::from(".");
-    let minimal = cli::minimal_json(&o, out.as_deref().unwrap_or(&here)).map_err(|e| err(e.0))?;
+    let minimal = mxbi::fuzz::minimal_json(&o, out.as_deref().unwrap_or(&here)).map_err(err)?;
     if let Some(dir) = &out {
-        cli::write_files(dir, &name, &o).map_err(|e| err(e.0))?;
+        mxbi::fuzz::write_files(dir, &name, &o).map_err(err)?;
     }
     let setting = o.failure.as_ref().map(|f| {
         let c = &f.case;
@@ -1312,7 +1271,7 @@ fn fuzz(
         .to_string()
     });
     Ok(PyFuzzOutcome {
-        summary: cli::summary_json(&name, &o),
+        summary: mxbi::fuzz::summary_json(&name, &o),
         minimal,
         setting,
     })
@@ -1344,7 +1303,7 @@ fn check_case(
         return Err(err("case: a switch case (vs) is run with mxbi bi run"));
     }
     if subject.is_none() {
-        mxbi::cli::allow_exec::check("case", &c, allow_exec, "allow_exec=True").map_err(err)?;
+        mxbi::subjects::allow_exec::check("case", &c, allow_exec, "allow_exec=True").map_err(err)?;
     }
     let knobs = c.knobs.filter(|k| !k.is_empty());
     let s = match (subject, knobs) {
@@ -1357,7 +1316,7 @@ fn check_case(
         }
         (None, None) => subject_from_spec(&c.subject, ctx)?,
         (None, Some(k)) => {
-            let s = mxbi::cli::subjects::subject_from_spec(&c.subject, &k).map_err(err)?;
+            let s = mxbi::subjects::subject_from_spec(&c.subject, &k).map_err(err)?;
             Parsed {
                 input: s.input(),
                 boundaries: s.m_boundaries(),
@@ -1382,7 +1341,7 @@ fn check_case(
         if explain {
             let name = subj.name();
             let spec = spec.as_deref().unwrap_or(&name);
-            mxbi::cli::explain_report(&mut r, subj, None, spec, None, &knobs_used, &opts, content);
+            mxbi::diagnosis::explain_report(&mut r, subj, None, spec, None, &knobs_used, &opts, content);
         }
         Ok::<Report, String>(r)
     });

@@ -19,10 +19,11 @@
 //!   PATH` (one call's output bytes: codes, then scales for MX), `quit`.
 
 use super::{CliError, Result};
-use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, Fp8Rne};
-use crate::gemm::{self, BLayout, Matrix, Problem};
-use crate::mx::{self, AxisLayout, MxFormat, MxPolicy, MxPreset};
-use crate::order::Order;
+use mxbi::format::{self, CastPolicy, CastPreset, CodesMut, Format, Fp8Rne};
+use mxbi::gemm::{self, BLayout, Matrix, Problem};
+use mxbi::mx::{self, AxisLayout, MxFormat, MxPolicy, MxPreset};
+use mxbi::rng::{bench_input, BENCH_EXP_SPREAD};
+use mxbi::order::Order;
 use rayon::prelude::*;
 use std::collections::hash_map::{Entry, HashMap};
 use std::hint::black_box;
@@ -49,28 +50,6 @@ pub struct BenchArgs {
     /// Answer timing requests on stdin (used by reference/bench/paired.py).
     #[arg(long, conflicts_with_all = ["json", "threads"])]
     pub serve: bool,
-}
-
-/// Exponent range of the generated input: |x| in [2^-EXP_SPREAD, 2^(EXP_SPREAD+1)).
-const EXP_SPREAD: i32 = 24;
-
-/// Deterministic input: random sign, random 23-bit mantissa, exponent
-/// uniform in [-24, 24] (49 binades, wider than any FP8 format), no
-/// zeros/Inf/NaN. xorshift64, fixed seed.
-pub fn bench_input(n: usize) -> Vec<f32> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let u = state;
-            let sign = ((u >> 63) as u32) << 31;
-            let mant = (u >> 8) as u32 & 0x7F_FFFF;
-            let e = ((u >> 32) % (2 * EXP_SPREAD as u64 + 1)) as i32 - EXP_SPREAD;
-            f32::from_bits(sign | (((e + 127) as u32) << 23) | mant)
-        })
-        .collect()
 }
 
 /// GEMM sizes of the GEMM cases.
@@ -425,7 +404,7 @@ fn timed(b: &mut Bench, case: &str) -> Result<f64> {
 }
 
 fn input_description() -> String {
-    format!("xorshift64 f32: random sign and mantissa, exponent uniform in [-{EXP_SPREAD}, {EXP_SPREAD}]")
+    format!("xorshift64 f32: random sign and mantissa, exponent uniform in [-{BENCH_EXP_SPREAD}, {BENCH_EXP_SPREAD}]")
 }
 
 /// The default table: every case paired run by run with memcpy.
@@ -578,7 +557,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             a.elements
         )));
     }
-    use crate::limits::{check_at_most, MAX_ELEMENTS, MAX_REPS, MAX_THREADS};
+    use mxbi::limits::{check_at_most, MAX_ELEMENTS, MAX_REPS, MAX_THREADS};
     check_at_most("--elements", a.elements, MAX_ELEMENTS, "MAX_ELEMENTS").map_err(CliError)?;
     if let Some(t) = a.threads {
         check_at_most("--threads", t, MAX_THREADS, "MAX_THREADS").map_err(CliError)?;

@@ -2,17 +2,17 @@
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
 use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
-use super::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{
+use mxbi::bi::{
     bisect_ranges, builtin, check_shard_content, edge_ms, expand, parse_ms, parse_shard, run_matrix, run_matrix_on,
     CheckOptions, Content, ContentClass, Family, RowPos,
 };
-use crate::order::InType;
-use crate::subject::{Dump, Exec, ExecOptions, Knobs, Subject};
+use mxbi::order::InType;
+use mxbi::subject::spec::{timeout_secs, Parsed, RunnerOptions};
+use mxbi::subject::Knobs;
+use mxbi::subjects::{self, subject_from_spec};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use std::time::Duration;
 
 pub(super) mod dump_gen;
 
@@ -100,7 +100,7 @@ pub struct RunArgs {
     /// Re-runs of each side of a cell that would fail, before it is
     /// BI_FAIL; a side that does not reproduce makes the cell NON_DET with
     /// its disagreement rate (0: no re-runs).
-    #[arg(long, default_value_t = crate::bi::DEFAULT_CONFIRM)]
+    #[arg(long, default_value_t = mxbi::bi::DEFAULT_CONFIRM)]
     pub confirm: usize,
     /// exec: subjects: seconds a runner may take to greet and per job.
     #[arg(long, default_value_t = 120.0)]
@@ -123,46 +123,15 @@ pub struct RunArgs {
     pub out: ReportArgs,
 }
 
-/// A parsed subject and what the checker should know about it.
-pub(super) struct ParsedSubject {
-    pub subject: Box<dyn Subject>,
-    /// The input type its order reads (model subjects).
-    pub input: Option<InType>,
-    /// M values where its behaviour may change (dispatch bounds).
-    pub boundaries: Vec<usize>,
-    /// An exec runner's kept job folder.
-    pub kept: Option<PathBuf>,
-}
-
-/// What runner subjects (`exec:`, `dump:`) take from the command line or
-/// a case file.
-#[derive(Default)]
-pub(super) struct RunnerCtx {
-    /// The input type jobs announce (None: the other subject's, else f32;
-    /// see [`parse_pair`]).
-    pub input: Option<InType>,
-    /// Seconds (0: the default, 120).
-    pub timeout: f64,
-    pub keep: bool,
-    /// The folder an `exec:` runner starts in (a case file's folder).
-    pub dir: Option<PathBuf>,
-}
-
-impl RunnerCtx {
-    fn of(a: &RunArgs) -> Result<RunnerCtx> {
-        if !(a.timeout > 0.0 && a.timeout <= 86_400.0) {
-            return Err(CliError(format!(
-                "--timeout {}: expected seconds in (0, 86400]",
-                a.timeout
-            )));
-        }
-        Ok(RunnerCtx {
-            input: a.input.as_deref().map(parse_input).transpose()?,
-            timeout: a.timeout,
-            keep: a.keep,
-            dir: None,
-        })
-    }
+/// The runner options (`exec:`, `dump:`) of `bi run`'s flags.
+fn runner_options(a: &RunArgs) -> Result<RunnerOptions> {
+    Ok(RunnerOptions {
+        input: a.input.as_deref().map(parse_input).transpose()?,
+        timeout: Some(timeout_secs(a.timeout, "--timeout").map_err(CliError)?),
+        keep: a.keep,
+        dir: None,
+        input_flag: "--input",
+    })
 }
 
 fn parse_input(s: &str) -> Result<InType> {
@@ -173,106 +142,20 @@ fn parse_input(s: &str) -> Result<InType> {
     })
 }
 
-pub(super) fn parse_subject(spec: &str) -> Result<ParsedSubject> {
-    parse_subject_with(spec, &RunnerCtx::default())
+
+/// The subject `spec` names, runner options at their defaults.
+pub(super) fn parse_subject(spec: &str) -> Result<Parsed> {
+    parse_with(spec, &RunnerOptions::default())
 }
 
-/// Whether a spec names an external runner, whose input type is what it
-/// is told (`exec:`).
-fn is_runner(spec: &str) -> bool {
-    spec.starts_with("exec:")
+/// The subject `spec` names with `runner`'s options.
+pub(super) fn parse_with(spec: &str, runner: &RunnerOptions) -> Result<Parsed> {
+    subjects::parse(spec, &Knobs::default(), runner).map_err(CliError)
 }
 
-/// A subject and its switch partner. Runners (`exec:`) are started last,
-/// told the input type `ctx.input`, else the one the other subject reads
-/// (a bf16 GEMM's partner runner gets bf16 jobs), else f32.
-pub(super) fn parse_pair(
-    spec: &str,
-    vs: Option<&str>,
-    ctx: &RunnerCtx,
-) -> Result<(ParsedSubject, Option<ParsedSubject>)> {
-    let mut main = (!is_runner(spec)).then(|| parse_subject_with(spec, ctx)).transpose()?;
-    let mut other = match vs {
-        Some(v) if !is_runner(v) => Some(parse_subject_with(v, ctx)?),
-        _ => None,
-    };
-    let told = RunnerCtx {
-        input: ctx
-            .input
-            .or_else(|| main.as_ref().and_then(|p| p.input))
-            .or_else(|| other.as_ref().and_then(|p| p.input)),
-        timeout: ctx.timeout,
-        keep: ctx.keep,
-        dir: ctx.dir.clone(),
-    };
-    if main.is_none() {
-        main = Some(parse_subject_with(spec, &told)?);
-    }
-    if let (Some(v), None) = (vs, &other) {
-        other = Some(parse_subject_with(v, &told)?);
-    }
-    Ok((main.expect("parsed above"), other))
-}
-
-pub(super) fn parse_subject_with(spec: &str, ctx: &RunnerCtx) -> Result<ParsedSubject> {
-    if let Some(gpu) = crate::device::subject::GpuSpec::parse(spec) {
-        let parsed = gpu.map_err(CliError)?;
-        return Ok(ParsedSubject {
-            input: Some(parsed.input()),
-            boundaries: parsed.m_boundaries(),
-            subject: crate::device::subject::gpu_subject_from_spec(spec)
-                .expect("a GPU kind")
-                .map_err(CliError)?,
-            kept: None,
-        });
-    }
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    match kind {
-        "exec" => {
-            let mut opts = ExecOptions {
-                keep: ctx.keep,
-                input: ctx.input.unwrap_or(InType::F32),
-                dir: ctx.dir.clone(),
-                ..ExecOptions::default()
-            };
-            if ctx.timeout > 0.0 {
-                opts.timeout = Duration::from_secs_f64(ctx.timeout);
-            }
-            let e = Exec::start(arg, opts.clone()).map_err(CliError)?;
-            Ok(ParsedSubject {
-                kept: ctx.keep.then(|| e.work_dir().to_path_buf()),
-                subject: Box::new(e),
-                input: Some(opts.input),
-                boundaries: vec![],
-            })
-        }
-        "dump" => {
-            let d = Dump::open(arg).map_err(CliError)?;
-            if let Some(t) = ctx.input.filter(|t| *t != d.input_type()) {
-                return Err(CliError(format!(
-                    "dump folder {arg} holds {} inputs, not {} (--input)",
-                    d.input_type().name(),
-                    t.name()
-                )));
-            }
-            Ok(ParsedSubject {
-                input: Some(d.input_type()),
-                boundaries: d.boundaries().to_vec(),
-                subject: Box::new(d),
-                kept: None,
-            })
-        }
-        // model:, dispatch:, op: and the rest (src/cli/subjects.rs)
-        _ => {
-            let s = subject_from_spec(spec, &Knobs::default()).map_err(CliError)?;
-            Ok(ParsedSubject {
-                input: s.input(),
-                boundaries: s.m_boundaries(),
-                subject: s,
-                kept: None,
-            })
-        }
-    }
+/// A subject and its switch partner ([`mxbi::subject::spec::Factory::pair`]).
+pub(super) fn parse_pair(spec: &str, vs: Option<&str>, runner: &RunnerOptions) -> Result<(Parsed, Option<Parsed>)> {
+    subjects::factory().pair(spec, vs, runner).map_err(CliError)
 }
 
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) -> Result<Vec<T>> {
@@ -303,8 +186,8 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
             "--subject, --k and --n are required without a case file".into(),
         ));
     };
-    let ctx = RunnerCtx::of(&a)?;
-    let (subject, vs) = parse_pair(spec, a.vs.as_deref(), &ctx)?;
+    let runner = runner_options(&a)?;
+    let (subject, vs) = parse_pair(spec, a.vs.as_deref(), &runner)?;
     for kept in [Some(&subject), vs.as_ref()]
         .into_iter()
         .flatten()
@@ -313,7 +196,7 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         super::write_stderr_line(&format!("mxbi: runner job files are kept in {}", kept.display()));
     }
     let opts = check_options(&a, subject.input, &subject.boundaries)?;
-    let witness = crate::bi::witness::WitnessCheck {
+    let witness = mxbi::bi::witness::WitnessCheck {
         mode: a.witness.parse().map_err(|e| CliError(format!("--witness: {e}")))?,
         search: Default::default(),
     };
@@ -354,12 +237,12 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
         )
         .map_err(CliError)?;
     }
-    let rows = crate::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
-    crate::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
+    let rows = mxbi::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
+    mxbi::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
     dump_gen::mark_replayed_repeats(spec, &mut report);
     if !a.out.no_explain {
-        let knobs = crate::subject::Knobs::default();
-        let setup = super::explain_cell::CellSetup {
+        let knobs = Knobs::default();
+        let setup = mxbi::diagnosis::CellSetup {
             subject: subject.subject.as_ref(),
             vs: vs.as_ref().map(|v| v.subject.as_ref()),
             spec,
@@ -368,7 +251,7 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
             opts: &opts,
             content,
         };
-        super::bi_explain::explain_failures(&mut report, &setup);
+        mxbi::diagnosis::explain_failures(&mut report, &setup);
     }
     emit(&report, &a.out)
 }
@@ -384,22 +267,22 @@ fn run_matrix_cmd(a: &RunArgs, name: &str) -> Result<Outcome> {
         .as_deref()
         .ok_or_else(|| CliError("--matrix needs --subject".into()))?;
     let shard = a.shard.as_deref().map(parse_shard).transpose().map_err(CliError)?;
-    let mut ctx = RunnerCtx::of(a)?;
+    let mut runner = runner_options(a)?;
     // a runner has no boundaries and one rank: a stand-in lends the same
     // to `builtin`, so the runner starts once, knowing the input type
-    let (jobs, held) = if is_runner(spec) {
-        let stand_in = crate::subject::Model::new("fma".parse().expect("fma parses"));
+    let (jobs, held) = if subjects::factory().is_runner(spec) {
+        let stand_in = mxbi::subject::Model::new("fma".parse().expect("fma parses"));
         let jobs = builtin(name, &stand_in).map_err(CliError)?;
-        ctx.input = jobs.first().map(|j| j.opts.input);
+        runner.input = jobs.first().map(|j| j.opts.input);
         (jobs, None)
     } else {
-        let plain = parse_subject_with(spec, &ctx)?;
+        let plain = parse_with(spec, &runner)?;
         (builtin(name, plain.subject.as_ref()).map_err(CliError)?, Some(plain))
     };
     let one_setting = jobs.iter().all(|j| j.knobs.is_empty());
     let held = match held {
         Some(h) => Some(h),
-        None if one_setting => Some(parse_subject_with(spec, &ctx)?),
+        None if one_setting => Some(parse_with(spec, &runner)?),
         None => None,
     };
     if let Some(kept) = held.as_ref().and_then(|h| h.kept.as_ref()) {

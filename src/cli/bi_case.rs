@@ -3,10 +3,11 @@
 //! standards carried into the report. `mxbi bi schema` prints the case
 //! format's JSON Schema.
 
-use super::bi::{parse_pair, RunnerCtx};
+use super::bi::parse_pair;
+use mxbi::subject::spec::{Parsed, RunnerOptions};
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
 use super::{CliError, Outcome, Result};
-use crate::bi::{case_schema, check_content, Case, CaseInfo, MAX_CASE_BYTES};
+use mxbi::bi::{case_schema, check_content, Case, CaseInfo, MAX_CASE_BYTES};
 use std::path::Path;
 
 /// A subject spec with a relative `dispatch:` or `dump:` path resolved
@@ -39,13 +40,13 @@ pub fn load(path: &Path) -> Result<Case> {
 
 /// Runs the case file at `path`; an `exec:` subject in it only when
 /// `allow_exec` (`--allow-exec`) or MXBI_ALLOW_EXEC=1 allows it
-/// ([`super::allow_exec`]), else exit 2 naming the command.
+/// ([`mxbi::subjects::allow_exec`]), else exit 2 naming the command.
 pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outcome> {
     let name = path.display().to_string();
     let case = load(path)?;
-    super::allow_exec::check(&name, &case, allow_exec, "--allow-exec").map_err(CliError)?;
+    mxbi::subjects::allow_exec::check(&name, &case, allow_exec, "--allow-exec").map_err(CliError)?;
     let base = path.parent().unwrap_or(Path::new(""));
-    let ctx = RunnerCtx {
+    let runner = RunnerOptions {
         input: case.input.map(|i| i.0),
         // an empty parent is the current folder
         dir: Some(if base.as_os_str().is_empty() {
@@ -53,20 +54,15 @@ pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outco
         } else {
             base.to_path_buf()
         }),
-        ..RunnerCtx::default()
+        ..RunnerOptions::default()
     };
     let vs_spec = case.vs.as_deref().map(|s| resolve_spec(s, base));
-    let (mut subject, vs) = parse_pair(&resolve_spec(&case.subject, base), vs_spec.as_deref(), &ctx)?;
+    let (mut subject, vs) = parse_pair(&resolve_spec(&case.subject, base), vs_spec.as_deref(), &runner)?;
     // a subject setting (op: scale kinds, world size) builds the subject under it
     if let Some(k) = case.knobs.filter(|k| !k.is_empty()) {
-        let s = super::subjects::subject_from_spec(&resolve_spec(&case.subject, base), &k)
+        let s = mxbi::subjects::subject_from_spec(&resolve_spec(&case.subject, base), &k)
             .map_err(|e| CliError(format!("{name}: knobs: {e}")))?;
-        subject = super::bi::ParsedSubject {
-            input: s.input(),
-            boundaries: s.m_boundaries(),
-            subject: s,
-            kept: None,
-        };
+        subject = Parsed::of(s);
     }
     let opts = case
         .options(subject.input, &subject.boundaries)
@@ -96,7 +92,7 @@ pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outco
     if !out.no_explain {
         let spec = resolve_spec(&case.subject, base);
         let knobs = case.knobs.unwrap_or_default();
-        let setup = super::explain_cell::CellSetup {
+        let setup = mxbi::diagnosis::CellSetup {
             subject: subject.subject.as_ref(),
             vs: vs.as_ref().map(|v| v.subject.as_ref()),
             spec: &spec,
@@ -105,7 +101,7 @@ pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outco
             opts: &opts,
             content: case.content.unwrap_or_default(),
         };
-        super::bi_explain::explain_failures(&mut report, &setup);
+        mxbi::diagnosis::explain_failures(&mut report, &setup);
     }
     emit(&report, out)
 }

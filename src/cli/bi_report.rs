@@ -2,7 +2,7 @@
 //! shares, the progress bar, atomic writes, and `mxbi bi merge`.
 
 use super::{CliError, Outcome, Result};
-use crate::bi::{heatmap, merge, parse_json, Report};
+use mxbi::bi::{heatmap, merge, parse_json, Report};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;

@@ -9,13 +9,13 @@
 //! heuristics and tuned-config tables do), and the all-gather-matmul op
 //! presets `agmm-v2-fixed` and `agmm-v2-prefix` (see [`op_rows`]).
 
-use super::subjects::subject_from_spec;
+use mxbi::subjects::subject_from_spec;
 use super::{Outcome, Result};
-use crate::bi::{check, run_matrix, CheckOptions, Family, Grid, Job, Report, RowPos, Rows, Verdict};
-use crate::explain::{diverge, simplest_order, suggest, Varies};
-use crate::gemm::{BLayout, Matrix, Problem};
-use crate::order::{InType, Order};
-use crate::subject::{Dispatch, Knobs, ScaleKind, Subject};
+use mxbi::bi::{check, run_matrix, CheckOptions, Family, Grid, Job, Report, RowPos, Rows, Verdict};
+use mxbi::explain::{diverge, simplest_order, suggest, Varies};
+use mxbi::gemm::{BLayout, Matrix, Problem};
+use mxbi::order::{InType, Order};
+use mxbi::subject::{Dispatch, Knobs, ScaleKind, Subject};
 
 /// The built-in dispatch table: fma up to 16 rows, split-K 4 up to 256,
 /// then split-K 8 with a pairwise reduction.
@@ -52,13 +52,13 @@ fn opts(families: &[Family], ms: Vec<usize>, k: usize, n: usize, input: InType) 
         seed: 1,
         input,
         repeats: 3,
-        confirm: crate::bi::DEFAULT_CONFIRM,
+        confirm: mxbi::bi::DEFAULT_CONFIRM,
     }
 }
 
 fn dispatch_rows() -> Vec<DemoRow> {
     let table = Dispatch::parse("builtin", TABLE).expect("the built-in table parses");
-    let ms = crate::bi::edge_ms(&table.m_boundaries());
+    let ms = mxbi::bi::edge_ms(&table.m_boundaries());
     let (k, n) = (256, 16);
     let m0 = ms[0];
     let picks = table.clone();
@@ -122,7 +122,7 @@ fn op_rows() -> Vec<DemoRow> {
                     InType::E4M3,
                 )
             },
-            draw: crate::bi::Draw::Wide,
+            draw: mxbi::bi::Draw::Wide,
         })
         .collect();
     let shape = format!(
@@ -144,7 +144,7 @@ fn op_rows() -> Vec<DemoRow> {
             holds,
         }
     };
-    let varying = |c: &crate::bi::Cell| c.knobs.x2_scales == Some(ScaleKind::Varying);
+    let varying = |c: &mxbi::bi::Cell| c.knobs.x2_scales == Some(ScaleKind::Varying);
     vec![
         row(
             "agmm-v2-fixed",
@@ -159,7 +159,7 @@ fn op_rows() -> Vec<DemoRow> {
             "AllGatherMatmul V2, MXFP8, before the fix: GATHER rows re-round x2 to per-column scales, LOCAL rows do not",
             "rank fails exactly where a GATHER copy is compared with a LOCAL one, and position fails, only with K-varying x2 scales; content (seed 000's test) passes",
             Box::new(move |r: &Report| {
-                let fails = |c: &crate::bi::Cell| c.verdict == Verdict::Fail;
+                let fails = |c: &mxbi::bi::Cell| c.verdict == Verdict::Fail;
                 r.cells.iter().all(|c| c.verdict != Verdict::Error && c.verdict != Verdict::NonDet)
                     && r.cells.iter().filter(|c| fails(c)).all(|c| varying(c) && c.family != Family::Content)
                     && r.cells.iter().any(|c| fails(c) && c.family == Family::Rank)

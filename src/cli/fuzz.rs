@@ -16,15 +16,14 @@
 //! codes: 1 on a confirmed failure; 0 when none was found (also with
 //! `NON_DET` entries, as `mxbi bi run`, unless `--strict`); 2 on bad input.
 
-use super::subjects::subject_from_spec;
+use mxbi::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
-use crate::bi::{ContentClass, Others, MAX_CASE_BYTES};
-use crate::fuzz::{fuzz_with, relative_spec, FuzzConfig, FuzzError, FuzzOutcome};
-use crate::gemm::MX_BLOCK;
-use crate::order::InType;
-use crate::subject::{Dispatch, Exec, ExecOptions, Knobs, ScaleKind, Subject};
+use mxbi::bi::{ContentClass, Others};
+use mxbi::fuzz::{fuzz_with, something_ran, write_files, FuzzConfig, FuzzError, FuzzOutcome};
+use mxbi::subjects::fuzz_target::target;
+use mxbi::order::InType;
+use mxbi::subject::Knobs;
 use clap::Args;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -91,122 +90,12 @@ pub struct FuzzArgs {
     pub timeout: f64,
 }
 
-/// `fuzz.json`: what the run did.
-#[derive(Serialize)]
-struct Summary<'a> {
-    schema: &'static str,
-    subject: String,
-    seed: u64,
-    cases_tried: u64,
-    cases_skipped: u64,
-    corpus_replayed: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    first_error: Option<&'a str>,
-    failure: Option<FailureSummary<'a>>,
-    /// Failures that did not replay every time (absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    non_det: Vec<NonDetSummary<'a>>,
-    #[serde(skip_serializing_if = "is_zero")]
-    non_det_count: u64,
-}
-
-fn is_zero(x: &u64) -> bool {
-    *x == 0
-}
-
-#[derive(Serialize)]
-struct NonDetSummary<'a> {
-    verdict: &'static str,
-    stage: &'static str,
-    case: String,
-    cell: &'a str,
-    failed: u32,
-    replays: u32,
-    rate: String,
-}
-
-#[derive(Serialize)]
-struct FailureSummary<'a> {
-    from_corpus: Option<String>,
-    found: String,
-    minimal: String,
-    shrink_runs: u64,
-    confirmed: u32,
-    cell: &'a crate::bi::Cell,
-    explanation: &'a [String],
-}
-
-/// The subject, its K boundaries and the knob settings drawn.
-pub struct Target {
-    pub subject: Box<dyn Subject>,
-    pub k_boundaries: Vec<usize>,
-    pub knobs: Vec<Knobs>,
-    pub k_multiple: usize,
-}
-
-/// The subject a `--subject` spec names, with what the fuzzer draws for it
-/// (`exec:` runners get `input` and `timeout` seconds; `dump:` is refused).
-/// The Python binding's `fuzz` shares it.
-pub fn target(spec: &str, input: Option<InType>, timeout: f64) -> Result<Target> {
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    let mut t = Target {
-        subject: match kind {
-            "exec" => {
-                let opts = ExecOptions {
-                    input: input.unwrap_or(InType::F32),
-                    timeout: Duration::from_secs_f64(timeout),
-                    ..ExecOptions::default()
-                };
-                Box::new(Exec::start(arg, opts).map_err(CliError)?)
-            }
-            "dump" => {
-                return Err(CliError(
-                    "mxbi fuzz draws new inputs: a dump: folder holds only the jobs it was generated for".into(),
-                ))
-            }
-            _ => subject_from_spec(spec, &Knobs::default()).map_err(CliError)?,
-        },
-        k_boundaries: Vec::new(),
-        knobs: vec![Knobs::default()],
-        k_multiple: 1,
-    };
-    match kind {
-        "dispatch" => {
-            // the table was read and checked above; its K bounds
-            let text = std::fs::read_to_string(arg).map_err(|e| CliError(format!("dispatch table {arg}: {e}")))?;
-            let d = Dispatch::parse(arg, &text).map_err(CliError)?;
-            t.k_boundaries = d.entries.iter().filter_map(|e| e.k_max).collect();
-        }
-        "op" => {
-            // MX scales come in 32-element blocks along K; draw the scale kinds
-            t.k_multiple = MX_BLOCK;
-            let var = Some(ScaleKind::Varying);
-            for (x1, x2) in [(None, var), (var, None), (var, var)] {
-                let k = Knobs {
-                    x1_scales: x1,
-                    x2_scales: x2,
-                    ..Knobs::default()
-                };
-                if subject_from_spec(spec, &k).is_ok() {
-                    t.knobs.push(k);
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(t)
-}
-
 fn parse_input(s: &str) -> Result<InType> {
     InType::from_name(s).ok_or_else(|| {
         CliError(format!(
             "--input: unknown input type '{s}'; expected f32, bf16, f16, e4m3 or e5m2"
         ))
     })
-}
-
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    crate::fuzz::write_atomic(path, text).map_err(|e| CliError(e.to_string()))
 }
 
 pub fn run(a: FuzzArgs) -> Result<Outcome> {
@@ -239,7 +128,7 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
         })
         .collect::<Result<Vec<_>>>()?;
     let corpus = a.corpus.clone().unwrap_or_else(|| a.out.join("corpus"));
-    let t = target(&a.subject, input, a.timeout)?;
+    let t = target(&a.subject, input, a.timeout).map_err(CliError)?;
     let cfg = FuzzConfig {
         seed: a.seed,
         budget: Duration::from_secs_f64(a.budget),
@@ -261,7 +150,7 @@ pub fn run(a: FuzzArgs) -> Result<Outcome> {
     };
     // bad settings are refused before the header and before --out is
     // made: nothing on stdout, nothing on disk
-    crate::fuzz::check_config(&cfg, t.subject.as_ref()).map_err(|e| match e {
+    mxbi::fuzz::check_config(&cfg, t.subject.as_ref()).map_err(|e| match e {
         FuzzError::BadInput(e) | FuzzError::Broken(e) => CliError(e),
     })?;
     std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("--out {}: {e}", a.out.display())))?;
@@ -304,8 +193,8 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
         outln!("NON_DET  {} more not listed", o.non_det_count - o.non_det.len() as u64);
     }
     let Some(f) = &o.failure else {
-        something_ran(name, o)?;
-        write_files(&a.out, name, o)?;
+        something_ran(name, o).map_err(CliError)?;
+        write_files(&a.out, name, o).map_err(CliError)?;
         if o.non_det_count > 0 {
             outln!(
                 "no reproducible failure (seed {}, {} cases): {} NON_DET, no minimal case written",
@@ -351,9 +240,9 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
         outln!("{l}");
     }
     let minimal = a.out.join("minimal.json");
-    write_files(&a.out, name, o)?;
+    write_files(&a.out, name, o).map_err(CliError)?;
     // the minimal case names the fuzzed exec: command: its replay must allow it
-    let allow = if super::allow_exec::is_exec(&a.subject) {
+    let allow = if mxbi::subjects::allow_exec::is_exec(&a.subject) {
         "--allow-exec "
     } else {
         ""
@@ -366,78 +255,3 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
     Ok(Outcome::Failed)
 }
 
-/// Err when a run without a failure could run no case at all (every
-/// drawn case had no cell or only ERROR cells): nothing was checked.
-pub fn something_ran(name: &str, o: &FuzzOutcome) -> Result<()> {
-    if o.failure.is_none() && o.cases_tried > 0 && o.cases_skipped == o.cases_tried {
-        return Err(CliError(format!(
-            "{name}: no case could run ({}); nothing was checked",
-            o.first_error.as_deref().unwrap_or("every drawn case had no cell")
-        )));
-    }
-    Ok(())
-}
-
-/// `fuzz.json` (what the run did, no times) for a subject named `name`.
-pub fn summary_json(name: &str, o: &FuzzOutcome) -> String {
-    let failure = o.failure.as_ref().map(|f| FailureSummary {
-        from_corpus: f.from_corpus.as_ref().map(|p| p.display().to_string()),
-        found: f.found.describe(),
-        minimal: f.case.describe(),
-        shrink_runs: f.shrink_runs,
-        confirmed: f.confirmed,
-        cell: &f.cell,
-        explanation: &f.explanation,
-    });
-    let s = Summary {
-        schema: "mxbi-fuzz/1",
-        subject: name.to_string(),
-        seed: o.seed,
-        cases_tried: o.cases_tried,
-        cases_skipped: o.cases_skipped,
-        corpus_replayed: o.corpus_replayed,
-        first_error: o.first_error.as_deref(),
-        failure,
-        non_det: o
-            .non_det
-            .iter()
-            .map(|d| NonDetSummary {
-                verdict: "NON_DET",
-                stage: d.stage,
-                case: d.case.describe(),
-                cell: &d.cell.id,
-                failed: d.failed,
-                replays: d.replays,
-                rate: d.rate(),
-            })
-            .collect(),
-        non_det_count: o.non_det_count,
-    };
-    let mut text = serde_json::to_string_pretty(&s).expect("a summary serialises");
-    text.push('\n');
-    text
-}
-
-/// `minimal.json` (`mxbi-bi-case/1`) of a failure, its subject's paths
-/// relative to the folder `out` it is written into; None: no failure.
-pub fn minimal_json(o: &FuzzOutcome, out: &Path) -> Result<Option<String>> {
-    let Some(f) = &o.failure else {
-        return Ok(None);
-    };
-    let mut file = f.file.clone();
-    file.subject = relative_spec(&file.subject, out);
-    let mut text = serde_json::to_string_pretty(&file).expect("a case serialises");
-    text.push('\n');
-    if text.len() as u64 > MAX_CASE_BYTES {
-        return Err(CliError(format!("the minimal case exceeds {MAX_CASE_BYTES} bytes")));
-    }
-    Ok(Some(text))
-}
-
-/// Writes `OUT/minimal.json` (on a failure), then `OUT/fuzz.json`.
-pub fn write_files(out: &Path, name: &str, o: &FuzzOutcome) -> Result<()> {
-    if let Some(text) = minimal_json(o, out)? {
-        write_file(&out.join("minimal.json"), &text)?;
-    }
-    write_file(&out.join("fuzz.json"), &summary_json(name, o))
-}

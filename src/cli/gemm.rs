@@ -1,10 +1,10 @@
 //! `mxbi gemm`, `mxbi order`, `mxbi trace`: file handling and printing only.
 
 use super::{input_f32, load, save, CliError, Result};
-use crate::gemm::{self, BLayout, Matrix, Problem};
-use crate::io::TensorData;
-use crate::mx::MxFormat;
-use crate::order::Order;
+use mxbi::gemm::{self, BLayout, Matrix, Problem};
+use mxbi::io::TensorData;
+use mxbi::mx::MxFormat;
+use mxbi::order::Order;
 use clap::Args;
 use std::path::{Path, PathBuf};
 

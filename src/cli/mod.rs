@@ -21,28 +21,23 @@ macro_rules! out {
 }
 
 mod accuracy;
-pub mod allow_exec;
 pub mod bench;
 mod bi;
 mod bi_case;
-mod bi_explain;
-pub use bi_explain::explain_report;
 mod bi_report;
 mod demo;
 mod device;
 mod explain;
-mod explain_cell;
-mod explain_op;
+mod explain_case;
 pub mod fuzz;
 mod gemm;
 mod mx_table;
 mod op;
 mod reveal_files;
-pub mod subjects;
 
-use crate::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
-use crate::io::{self, DType, TensorData};
-use crate::mx::{self, AxisLayout, MxFormat, MxPolicy, MxPreset, ScaleLayout, ScaleMode};
+use mxbi::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
+use mxbi::io::{self, DType, TensorData};
+use mxbi::mx::{self, AxisLayout, MxFormat, MxPolicy, MxPreset, ScaleLayout, ScaleMode};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -92,14 +87,7 @@ pub fn write_stderr_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// A message as one line: its non-empty lines, trimmed, joined by "; ".
-pub fn one_line(msg: &str) -> String {
-    msg.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
-}
+pub use mxbi::message::one_line;
 
 /// Clap's parse error as one line, without the `error: ` prefix, the usage
 /// block and the "For more information" hint: a list introduced by a colon
@@ -386,12 +374,12 @@ pub struct FormatsArgs {
 }
 
 /// `RAYON_NUM_THREADS` sizes the worker pool: a number beyond
-/// [`crate::limits::MAX_THREADS`] is refused before any pool starts.
+/// [`mxbi::limits::MAX_THREADS`] is refused before any pool starts.
 fn check_threads_env() -> Result<()> {
     if let Ok(v) = std::env::var("RAYON_NUM_THREADS") {
         if let Ok(n) = v.trim().parse::<u128>() {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
-            crate::limits::check_at_most("RAYON_NUM_THREADS", n, crate::limits::MAX_THREADS, "MAX_THREADS")
+            mxbi::limits::check_at_most("RAYON_NUM_THREADS", n, mxbi::limits::MAX_THREADS, "MAX_THREADS")
                 .map_err(CliError)?;
         }
     }
@@ -438,11 +426,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
 
 /// Loads a tensor. An empty tensor has no bytes that bound its other
 /// dimensions, so their product (zero dimensions counted as 1) must stay
-/// within [`crate::limits::MAX_ELEMENTS`].
+/// within [`mxbi::limits::MAX_ELEMENTS`].
 fn load(path: &std::path::Path, name: Option<&str>) -> Result<TensorData> {
     let t = io::load_tensor(path, name)?;
     if t.numel() == 0 {
-        crate::limits::check_elements(&format!("{}: the empty tensor of shape", path.display()), t.shape())
+        mxbi::limits::check_elements(&format!("{}: the empty tensor of shape", path.display()), t.shape())
             .map_err(CliError)?;
     }
     Ok(t)

@@ -6,8 +6,8 @@
 //! disagree) with each MX preset and prints how the presets differ.
 
 use super::Result;
-use crate::format::Format;
-use crate::mx::{self, AxisLayout, MxFormat, MxPreset, QuantStats};
+use mxbi::format::Format;
+use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset, QuantStats};
 
 /// The built-in tensor: 64 rows x 256 columns (8 blocks of 32 per row).
 pub fn builtin_tensor() -> (Vec<f32>, Vec<usize>) {

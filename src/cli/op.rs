@@ -4,8 +4,8 @@
 mod explain;
 
 use super::{CliError, Outcome, Result};
-use crate::io;
-use crate::op::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
+use mxbi::io;
+use mxbi::op::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -127,7 +127,7 @@ fn run_spec(a: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&a.out).map_err(|e| CliError(format!("{}: {e}", a.out.display())))?;
     let out = op::run_op_trial(&spec, &inputs, a.trial)?;
     for (r, o) in out.per_rank.iter().enumerate() {
-        let t = crate::io::TensorData::from_slice(vec![o.rows, o.cols], &o.data)?;
+        let t = mxbi::io::TensorData::from_slice(vec![o.rows, o.cols], &o.data)?;
         io::write_tensor(a.out.join(format!("rank{r}.npy")), "out", &t)?;
     }
     let prov = serde_json::json!({

@@ -26,12 +26,12 @@
 
 use super::explain::{mx_input, options, outcome, print_revealed, RevealShape};
 use super::{CliError, Outcome, Result};
-use crate::explain::{self, RevealOptions};
-use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
-use crate::io::{self, DType, TensorData};
-use crate::mx::MxFormat;
-use crate::order::InType;
-use crate::subject::{Subject, SubjectError};
+use mxbi::explain::{self, RevealOptions};
+use mxbi::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
+use mxbi::io::{self, DType, TensorData};
+use mxbi::mx::MxFormat;
+use mxbi::order::InType;
+use mxbi::subject::{Subject, SubjectError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -38,6 +38,7 @@
 
 use crate::op::path_sets::{self, PathSet};
 use crate::op::subject::OpSubject;
+use crate::subject::spec::{Kind, Parsed};
 use crate::subject::{Knobs, ScaleKind, Subject};
 
 /// The default path set.
@@ -169,6 +170,15 @@ pub fn nccl_subject(arg: &str, knobs: &Knobs) -> Result<Box<dyn Subject>, String
     let model = spec.model(knobs)?;
     build(spec, model)
 }
+
+/// The `nccl:` kind of the subject factory (`crate::subject::spec`): its
+/// spec checked in every build, the subject built only with feature `nccl`.
+pub const KIND: Kind = Kind {
+    name: "nccl",
+    usage: "nccl:PRESET[,world=W][,paths=SET]",
+    build: |_, arg, knobs, _| nccl_subject(arg, knobs).map(Parsed::of),
+    runner: false,
+};
 
 #[cfg(not(feature = "nccl"))]
 fn build(_: NcclSpec, _: OpSubject) -> Result<Box<dyn Subject>, String> {

@@ -29,7 +29,8 @@
 //!   returns one line naming the subject kind (the CLI exits 2).
 
 use crate::order::{InType, Order};
-use crate::subject::Subject;
+use crate::subject::spec::{Kind, Parsed, RunnerOptions};
+use crate::subject::{Knobs, Subject};
 
 /// The M at which a `:pinned` cuBLASLt subject reads the heuristic's choice
 /// (the vendor probe's pin: its largest M).
@@ -182,12 +183,41 @@ pub fn exact_codes(ty: InType, vals: &[f32]) -> Result<Vec<u16>, String> {
     }
 }
 
-/// Builds a GPU subject from its spec (None: not a GPU kind). Opens GPU 0;
-/// without a driver, a GPU, or the `cuda` feature this is one line naming
-/// the kind.
-pub fn gpu_subject_from_spec(spec: &str) -> Option<Result<Box<dyn Subject>, String>> {
-    let parsed = GpuSpec::parse(spec)?;
-    Some(parsed.and_then(|s| build(&s, spec)))
+/// The GPU kinds of the subject factory (`crate::subject::spec`), parsed
+/// in every build and built only with feature `cuda`: GPU 0 is opened;
+/// without a driver, a GPU, or the feature, one line naming the kind.
+pub const KINDS: [Kind; 3] = [
+    Kind {
+        name: "cuda",
+        usage: "cuda:ORDER",
+        build: build_kind,
+        runner: false,
+    },
+    Kind {
+        name: "cublas",
+        usage: "cublas:NAME",
+        build: build_kind,
+        runner: false,
+    },
+    Kind {
+        name: "cublaslt",
+        usage: "cublaslt:NAME",
+        build: build_kind,
+        runner: false,
+    },
+];
+
+/// A GPU kind's builder: the spec parsed, knobs refused, the subject built;
+/// its input type and M boundaries are the spec's.
+fn build_kind(spec: &str, _: &str, knobs: &Knobs, _: &RunnerOptions) -> Result<Parsed, String> {
+    let parsed = GpuSpec::parse(spec).unwrap_or_else(|| Err(format!("subject '{spec}': not a GPU kind")))?;
+    knobs.refuse_any(spec, "a GPU kernel on one device")?;
+    Ok(Parsed {
+        input: Some(parsed.input()),
+        boundaries: parsed.m_boundaries(),
+        subject: build(&parsed, spec)?,
+        kept: None,
+    })
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -764,8 +794,10 @@ mod tests {
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn without_the_feature_gpu_specs_say_so_in_one_line() {
-        let e = gpu_subject_from_spec("cublas:sgemm").unwrap().err().unwrap();
+        let build = |spec: &str| (KINDS[1].build)(spec, "", &Knobs::default(), &RunnerOptions::default());
+        let e = build("cublas:sgemm").err().unwrap();
         assert!(e.starts_with("cublas: this mxbi was built without GPU support"), "{e}");
-        assert!(gpu_subject_from_spec("model:fma").is_none());
+        let e = build("model:fma").err().unwrap();
+        assert_eq!(e, "subject 'model:fma': not a GPU kind");
     }
 }

@@ -58,12 +58,14 @@
 mod case;
 mod corpus;
 mod explanation;
+pub mod files;
 mod run;
 mod shrink;
 mod strategy;
 
 pub use case::{FuzzCase, Outcome};
 pub use corpus::{case_text, load_corpus, relative_spec, save_case, write_atomic};
+pub use files::{minimal_json, something_ran, summary_json, write_files};
 pub use run::{check_config, fuzz, fuzz_with};
 
 use crate::bi::{Cell, ContentClass, Others};

@@ -24,6 +24,7 @@ pub mod presets;
 pub mod provenance;
 pub mod reduce;
 pub mod reduce_subject;
+pub mod spec;
 pub mod subject;
 pub mod visibility;
 

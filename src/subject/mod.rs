@@ -41,6 +41,7 @@ pub mod dispatch;
 pub mod dump;
 pub mod exec;
 mod job;
+pub mod spec;
 pub use dispatch::Dispatch;
 pub use dump::{Dump, Recorder, DUMP_SCHEMA};
 pub use exec::{Exec, ExecOptions, EXEC_PROTOCOL};

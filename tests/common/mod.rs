@@ -9,6 +9,7 @@
 #![allow(dead_code)] // each test crate uses its own subset
 
 pub mod bad_input;
+pub mod layering;
 pub mod reveal_runner;
 pub mod trees;
 pub mod vendor_rows;

@@ -4,11 +4,12 @@
 //! The folder is written as `DIR.partial` and renamed at the end: a failed
 //! gen leaves nothing behind.
 
-use super::{check_options, parse_input, parse_subject_with, CliError, Outcome, Result, RunArgs, RunnerCtx};
-use crate::bi::{check, Family, Report, Verdict};
-use crate::gemm::Problem;
-use crate::order::InType;
-use crate::subject::{Dump, Model, Recorder, Subject, SubjectError, DUMP_SCHEMA};
+use super::{check_options, parse_input, parse_with, CliError, Outcome, Result, RunArgs};
+use mxbi::subject::spec::RunnerOptions;
+use mxbi::bi::{check, Family, Report, Verdict};
+use mxbi::gemm::Problem;
+use mxbi::order::InType;
+use mxbi::subject::{Dump, Model, Recorder, Subject, SubjectError, DUMP_SCHEMA};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -33,11 +34,11 @@ fn hints(spec: &str, input: Option<InType>) -> Result<(Option<InType>, Vec<usize
             Ok((Some(d.input_type()), d.boundaries().to_vec()))
         }
         _ => {
-            let ctx = RunnerCtx {
+            let runner = RunnerOptions {
                 input,
-                ..RunnerCtx::default()
+                ..RunnerOptions::default()
             };
-            let p = parse_subject_with(spec, &ctx)?;
+            let p = parse_with(spec, &runner)?;
             Ok((p.input, p.boundaries))
         }
     }

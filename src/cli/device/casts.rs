@@ -1,7 +1,7 @@
 //! `mxbi device casts`: every f32 through the GPU's conversions (CUDA
 //! intrinsics and inline PTX `cvt`) against the CPU `nvidia` preset; writes
 //! the capture folder `OUT/casts/`. The work is in
-//! [`crate::device::casts`].
+//! [`mxbi::device::casts`].
 
 use crate::cli::Result;
 
@@ -24,8 +24,8 @@ pub struct CastsArgs {
 
 #[cfg(feature = "cuda")]
 pub fn run(a: CastsArgs) -> Result<()> {
-    use crate::device::casts::{self, ChunkSelection, SweepOptions};
-    use crate::device::gpu::Gpu;
+    use mxbi::device::casts::{self, ChunkSelection, SweepOptions};
+    use mxbi::device::gpu::Gpu;
 
     // Refuse unknown names before touching the GPU.
     casts::select(&a.only)?;
@@ -120,7 +120,7 @@ pub fn run(a: CastsArgs) -> Result<()> {
 #[cfg(not(feature = "cuda"))]
 pub fn run(a: CastsArgs) -> Result<()> {
     // Unknown names are still reported as such.
-    crate::device::casts::select(&a.only)?;
+    mxbi::device::casts::select(&a.only)?;
     let _ = (a.out, a.gpu, a.quick);
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }

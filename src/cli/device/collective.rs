@@ -33,17 +33,17 @@ pub fn run(a: CollectiveArgs) -> Result<()> {
 fn finish(
     a: &CollectiveArgs,
     folder: &str,
-    report: &crate::device::collective::CollectiveReport,
+    report: &mxbi::device::collective::CollectiveReport,
     info: serde_json::Value,
     last_note: String,
 ) -> Result<()> {
-    use crate::device::capture::CaptureWriter;
+    use mxbi::device::capture::CaptureWriter;
     let mut w = CaptureWriter::create(&a.out.join(folder))?;
     w.put_json("cases.json", report)?;
     let mut notes: Vec<String> = report.records.iter().flat_map(|r| r.notes.iter().cloned()).collect();
     notes.dedup();
     notes.push(last_note);
-    w.finish(crate::device::collective::SUITE, info, notes)?;
+    w.finish(mxbi::device::collective::SUITE, info, notes)?;
     outln!("{}", report.table());
     let bad: usize = report.records.iter().map(|r| r.mismatches).sum();
     if bad > 0 {
@@ -56,14 +56,14 @@ fn finish(
 
 #[cfg(feature = "cuda")]
 fn sequential(a: CollectiveArgs) -> Result<()> {
-    use crate::device::collective::{run_sequential, sequential_cases};
+    use mxbi::device::collective::{run_sequential, sequential_cases};
     if ![2, 4, 8].contains(&a.world) {
         return Err(crate::cli::CliError(format!(
             "--world {}: the all-gather-matmul presets support world sizes 2, 4, 8",
             a.world
         )));
     }
-    let gpu = crate::device::gpu::Gpu::open(0)?;
+    let gpu = mxbi::device::gpu::Gpu::open(0)?;
     let info = gpu.info()?;
     let report = run_sequential(&gpu, &sequential_cases(a.world), &|l| crate::cli::write_stderr_line(l))?;
     let note = format!(
@@ -81,13 +81,13 @@ fn sequential(a: CollectiveArgs) -> Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 fn sequential(_a: CollectiveArgs) -> Result<()> {
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }
 
 #[cfg(feature = "nccl")]
 fn nccl(a: CollectiveArgs) -> Result<()> {
-    use crate::device::collective::{default_cases, run};
-    use crate::device::nccl::Ranks;
+    use mxbi::device::collective::{default_cases, run};
+    use mxbi::device::nccl::Ranks;
     let ranks = Ranks::open(a.world)?;
     let info = ranks.gpus[0].info()?;
     let report = run(&ranks, &default_cases(a.world), &|l| crate::cli::write_stderr_line(l))?;

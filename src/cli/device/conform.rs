@@ -1,7 +1,7 @@
 //! `mxbi device conform`: orders as NVRTC kernels vs the CPU model.
 
 use crate::cli::Result;
-use crate::device::conform::ConformOptions;
+use mxbi::device::conform::ConformOptions;
 
 #[derive(clap::Args, Debug)]
 pub struct ConformArgs {
@@ -50,8 +50,8 @@ fn check(a: &ConformArgs) -> Result<()> {
 
 #[cfg(feature = "cuda")]
 pub fn run(a: ConformArgs) -> Result<()> {
-    use crate::device::capture::CaptureWriter;
-    use crate::device::gpu::Gpu;
+    use mxbi::device::capture::CaptureWriter;
+    use mxbi::device::gpu::Gpu;
     check(&a)?;
     let mut opts = ConformOptions {
         seed: a.seed,
@@ -64,7 +64,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
     }
     let gpu = Gpu::open(a.gpu)?;
     let info = gpu.info()?;
-    let report = crate::device::conform::run(&gpu, &opts, &|line| crate::cli::write_stderr_line(line))?;
+    let report = mxbi::device::conform::run(&gpu, &opts, &|line| crate::cli::write_stderr_line(line))?;
     let mut w = CaptureWriter::create(&a.out.join("conform"))?;
     w.put_json("cases.json", &report)?;
     let notes = vec![
@@ -83,7 +83,7 @@ pub fn run(a: ConformArgs) -> Result<()> {
             report.all_nan()
         ),
     ];
-    w.finish(crate::device::conform::SUITE, serde_json::to_value(&info)?, notes)?;
+    w.finish(mxbi::device::conform::SUITE, serde_json::to_value(&info)?, notes)?;
     outln!("{}", report.summary());
     Ok(())
 }
@@ -91,5 +91,5 @@ pub fn run(a: ConformArgs) -> Result<()> {
 #[cfg(not(feature = "cuda"))]
 pub fn run(a: ConformArgs) -> Result<()> {
     check(&a)?;
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }

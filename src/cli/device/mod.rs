@@ -61,7 +61,7 @@ pub fn run(cmd: DeviceCommand) -> Result<crate::cli::Outcome> {
 
 #[cfg(feature = "cuda")]
 fn info(a: InfoArgs) -> Result<()> {
-    let gpu = crate::device::gpu::Gpu::open(a.gpu)?;
+    let gpu = mxbi::device::gpu::Gpu::open(a.gpu)?;
     let info = gpu.info()?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&info)?);
@@ -73,5 +73,5 @@ fn info(a: InfoArgs) -> Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 fn info(_: InfoArgs) -> Result<()> {
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }

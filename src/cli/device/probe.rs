@@ -23,15 +23,15 @@ pub struct ProbeArgs {
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Generator seed.
-    #[arg(long, default_value_t = crate::device::probe::DEFAULT_SEED)]
+    #[arg(long, default_value_t = mxbi::device::probe::DEFAULT_SEED)]
     pub seed: u64,
 }
 
 #[cfg(feature = "cuda")]
 pub fn run(a: ProbeArgs) -> Result<()> {
     use crate::cli::CliError;
-    use crate::device::gpu::Gpu;
-    use crate::device::probe::{self, RunOptions};
+    use mxbi::device::gpu::Gpu;
+    use mxbi::device::probe::{self, RunOptions};
 
     let opts = RunOptions {
         cases: if a.quick {
@@ -100,5 +100,5 @@ pub fn run(a: ProbeArgs) -> Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 pub fn run(_a: ProbeArgs) -> Result<()> {
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }

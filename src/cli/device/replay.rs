@@ -11,8 +11,8 @@
 //! and sampled chunks of `--cast-seed`; `--full` replays every cast chunk.
 
 use crate::cli::{CliError, Outcome, Result};
-use crate::device::capture::{Capture, ANCHOR_FILE};
-use crate::device::replay::{replay_capture, ReplayOptions};
+use mxbi::device::capture::{Capture, ANCHOR_FILE};
+use mxbi::device::replay::{replay_capture, ReplayOptions};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]

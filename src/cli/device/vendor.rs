@@ -18,8 +18,8 @@ pub struct VendorArgs {
 
 #[cfg(feature = "cuda")]
 pub fn run(a: VendorArgs) -> Result<()> {
-    use crate::device::vendor;
-    let gpu = crate::device::gpu::Gpu::open(a.gpu)?;
+    use mxbi::device::vendor;
+    let gpu = mxbi::device::gpu::Gpu::open(a.gpu)?;
     let info = gpu.info()?;
     crate::cli::write_stderr_line(&info.to_string());
     let opts = if a.quick {
@@ -44,5 +44,5 @@ pub fn run(a: VendorArgs) -> Result<()> {
 
 #[cfg(not(feature = "cuda"))]
 pub fn run(_a: VendorArgs) -> Result<()> {
-    Err(crate::device::DeviceError::NotBuilt.into())
+    Err(mxbi::device::DeviceError::NotBuilt.into())
 }

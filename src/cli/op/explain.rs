@@ -4,12 +4,12 @@
 //! printing only; the numerics are `op::hypotheses` and `op::visibility`.
 
 use super::super::{CliError, Outcome, Result};
-use crate::device::capture::Capture;
-use crate::device::collective::CollectiveReport;
-use crate::device::conform::row_digest;
-use crate::op::divergence::explain_diff;
-use crate::op::hypotheses::{rank_mechanisms, Observed, Ranking};
-use crate::op::{agmm, visibility, GenOpts, OpSpec, RankOutput};
+use mxbi::device::capture::Capture;
+use mxbi::device::collective::CollectiveReport;
+use mxbi::device::conform::row_digest;
+use mxbi::op::divergence::explain_diff;
+use mxbi::op::hypotheses::{rank_mechanisms, Observed, Ranking};
+use mxbi::op::{agmm, visibility, GenOpts, OpSpec, RankOutput};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -165,7 +165,7 @@ pub fn explain(a: ExplainArgs) -> Result<Outcome> {
     let spec = OpSpec::from_json(&text)?;
     let inputs = match (&a.inputs, a.generate) {
         (Some(p), _) => super::load_inputs(p)?,
-        (None, Some(seed)) => crate::op::generate(&spec, &GenOpts::new(seed).x2(super::parse_x2_scales(&a.x2_scales)?)),
+        (None, Some(seed)) => mxbi::op::generate(&spec, &GenOpts::new(seed).x2(super::parse_x2_scales(&a.x2_scales)?)),
         (None, None) => return Err(CliError("give --inputs PATH or --generate SEED".into())),
     };
     let s = agmm_spec(spec)?;
@@ -218,16 +218,16 @@ pub fn check(a: CheckArgs) -> Result<Outcome> {
     let spec = OpSpec::from_json(&text)?;
     let inputs = match (&a.inputs, a.generate) {
         (Some(p), _) => super::load_inputs(p)?,
-        (None, Some(seed)) => crate::op::generate(&spec, &GenOpts::new(seed).x2(super::parse_x2_scales(&a.x2_scales)?)),
+        (None, Some(seed)) => mxbi::op::generate(&spec, &GenOpts::new(seed).x2(super::parse_x2_scales(&a.x2_scales)?)),
         (None, None) => return Err(CliError("give --inputs PATH or --generate SEED".into())),
     };
-    let out = crate::op::run_op(&spec, &inputs)?;
+    let out = mxbi::op::run_op(&spec, &inputs)?;
     if out.locations(a.row).is_empty() {
         return Err(CliError(format!("row {} is not an output row of this op", a.row)));
     }
-    let v = crate::op::check::cross_rank(&out, a.row);
+    let v = mxbi::op::check::cross_rank(&out, a.row);
     let div = match &v {
-        crate::op::Verdict::Fail(d) => Some((d.elements, explain_diff(&spec, Some(&inputs), d)?)),
+        mxbi::op::Verdict::Fail(d) => Some((d.elements, explain_diff(&spec, Some(&inputs), d)?)),
         _ => None,
     };
     if a.json {

@@ -1,10 +1,10 @@
 //! The explanations a `bi run` report carries (docs/BI.md, "Explanations
 //! in the report"): for each failing family, its first failing cell
-//! explained ([`super::explain_cell`]); where the subject declares its
+//! explained ([`super::cell`]); where the subject declares its
 //! orders, one explanation per distinct pair of declared orders, each
 //! counting the failing cells it covers.
 
-use super::explain_cell::{explain_cell, CellSetup};
+use super::cell::{explain_cell, CellSetup};
 use crate::bi::witness::CellSides;
 use crate::bi::{Cell, Explanation, Family, Report, Verdict};
 use crate::order::Order;
@@ -25,7 +25,7 @@ fn declared_pair(c: &Cell, setup: &CellSetup) -> Option<(Order, Order)> {
 }
 
 /// Fills `report.explanations` (replacing any).
-pub(super) fn explain_failures(report: &mut Report, setup: &CellSetup) {
+pub fn explain_failures(report: &mut Report, setup: &CellSetup) {
     let mut out: Vec<Explanation> = Vec::new();
     let mut families: Vec<Family> = Vec::new();
     for c in report.cells.iter().filter(|c| c.verdict == Verdict::Fail) {
@@ -54,7 +54,7 @@ pub(super) fn explain_failures(report: &mut Report, setup: &CellSetup) {
                 Ok(x) => x.story,
                 Err(err) => {
                     let mut e = Explanation::new(f, &first.id, cells.len());
-                    e.note = Some(format!("could not explain: {}", super::one_line(&err.0)));
+                    e.note = Some(format!("could not explain: {}", crate::message::one_line(&err.0)));
                     e
                 }
             };

@@ -4,9 +4,8 @@
 //! same summarised as a [`crate::bi::Explanation`] for reports
 //! (`mxbi bi run`, docs/BI.md "Explanations in the report").
 
-use super::bi_case::resolve_spec;
-use super::explain::{read_dispatch, report, Reported, RowStory};
-use super::{CliError, Outcome, Result};
+use super::rows::{dispatch_orders, report, Reported, RowStory};
+use super::{Result, Unexplained};
 use crate::bi::{target_batch, CheckOptions, Content, Explanation, Family, Known, RowPos, Rows, SideStory};
 use crate::explain::Varies;
 use crate::gemm::{BLayout, Matrix, Problem};
@@ -16,7 +15,7 @@ use std::path::Path;
 
 /// A check as it ran: its subject(s), their specs (an op subject's
 /// provenance is rebuilt from the spec under `knobs`), options and content.
-pub(super) struct CellSetup<'a> {
+pub struct CellSetup<'a> {
     pub subject: &'a dyn Subject,
     pub vs: Option<&'a dyn Subject>,
     pub spec: &'a str,
@@ -27,7 +26,7 @@ pub(super) struct CellSetup<'a> {
 }
 
 /// One cell explained.
-pub(super) struct CellExplained {
+pub struct CellExplained {
     /// `{"cell", "subject", "verdict", "rows", "explanation"}`.
     pub json: Value,
     /// The full listing (`mxbi explain --case`).
@@ -47,54 +46,11 @@ fn side_words(m: usize, at: usize, rank: usize) -> String {
     }
 }
 
-/// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
-/// case's subject, and the target row's two observations explained.
-pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
-    let case = super::bi_case::load(case_path)?;
-    super::allow_exec::check(&case_path.display().to_string(), &case, x.allow_exec, "--allow-exec")
-        .map_err(CliError)?;
-    let base = case_path.parent().unwrap_or(Path::new("."));
-    let spec = resolve_spec(&case.subject, base);
-    let mut subject = super::bi::parse_subject(&spec)?;
-    // a subject setting (op: scale kinds, world size) builds the subject
-    // under it, as `bi run CASE` does
-    let knobs = case.knobs.unwrap_or_default();
-    if !knobs.is_empty() {
-        let s = super::subjects::subject_from_spec(&spec, &knobs).map_err(|e| CliError(format!("knobs: {e}")))?;
-        subject = super::bi::ParsedSubject {
-            input: s.input(),
-            boundaries: s.m_boundaries(),
-            subject: s,
-            kept: None,
-        };
-    }
-    let vs_spec = case.vs.as_ref().map(|v| resolve_spec(v, base));
-    let vs = vs_spec.as_deref().map(super::bi::parse_subject).transpose()?;
-    let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
-    opts.validate(vs.is_some()).map_err(CliError)?;
-    let setup = CellSetup {
-        subject: subject.subject.as_ref(),
-        vs: vs.as_ref().map(|v| v.subject.as_ref()),
-        spec: &spec,
-        vs_spec: vs_spec.as_deref(),
-        knobs: &knobs,
-        opts: &opts,
-        content: case.content.unwrap_or_default(),
-    };
-    let e = explain_cell(&setup, cell, (x.n_tile, x.k_chunk, x.exactness))?;
-    if x.json {
-        outln!("{}", serde_json::to_string_pretty(&e.json)?);
-    } else {
-        out!("{}", e.text);
-    }
-    Ok(if e.held { Outcome::Held } else { Outcome::Failed })
-}
-
 /// Explains cell `cell` (its report id) of the check `setup` describes;
 /// `view`: the ULP map's tile width, the K profile's chunk, and whether to
 /// add the exactness analysis.
-pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -> Result<CellExplained> {
-    let bad = |why: &str| CliError(format!("--cell '{cell}': {why}"));
+pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -> Result<CellExplained> {
+    let bad = |why: &str| Unexplained(format!("--cell '{cell}': {why}"));
     let parts: Vec<&str> = cell.split('/').collect();
     let field = |i: usize, key: &str| -> Result<String> {
         parts
@@ -226,15 +182,15 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
     };
     let right = run(other, &a_right, vi, v_rank)?;
     // an op subject (op:, nccl:): the two sides explained with the op's
-    // provenance (src/cli/explain_op.rs)
-    let side = |subject, a, at, rank, bytes| super::explain_op::Side {
+    // provenance (src/diagnosis/op.rs)
+    let side = |subject, a, at, rank, bytes| super::op::Side {
         subject,
         a,
         at,
         rank,
         bytes,
     };
-    let explained = super::explain_op::for_cell(
+    let explained = super::op::for_cell(
         (setup.spec, setup.knobs),
         (family == Family::Switch).then_some(setup.vs_spec),
         &side(setup.subject, &a_left, bi, b_rank, &left),
@@ -256,7 +212,7 @@ pub(super) fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, b
         },
     };
     let entries = match setup.spec.split_once(':') {
-        Some(("dispatch", f)) => read_dispatch(Path::new(f))?,
+        Some(("dispatch", f)) => dispatch_orders(Path::new(f))?,
         _ => Vec::new(),
     };
     let varies = explained.as_ref().and_then(|e| e.varies.clone()).unwrap_or(varies);

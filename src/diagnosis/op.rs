@@ -28,8 +28,8 @@
 //! rows' content or to the run (per-tensor amax, MX blocks along M,
 //! non-deterministic reduction, routing, row-count tiling).
 
-use super::subjects::op_model;
-use super::{CliError, Result};
+use super::{Result, Unexplained};
+use crate::subjects::op_model;
 use crate::explain::{Fix, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::mx::MxFormat;
@@ -46,7 +46,7 @@ use serde_json::{json, Value};
 pub const RANKING_BUDGET: usize = 1 << 30;
 
 /// One side of a cell.
-pub(super) struct Side<'a> {
+pub struct Side<'a> {
     /// The subject the bytes came from (the ranking asks it for every rank).
     pub subject: &'a dyn Subject,
     /// The batch `[M, K]`, f32 values as the checker draws them.
@@ -63,7 +63,7 @@ pub(super) struct Side<'a> {
 /// The target row's operands as an all-gather-matmul reads them, for the
 /// order identification: x1 codes `[K]` and scales `[K/32]`, x2 codes and
 /// scales `[K, N]` / `[K/32, N]`.
-pub(super) struct MxRow {
+pub struct MxRow {
     pub format: MxFormat,
     pub c1: Vec<u8>,
     pub s1: Vec<u8>,
@@ -94,7 +94,7 @@ impl MxRow {
 }
 
 /// The op explanation of a cell.
-pub(super) struct Explained {
+pub struct Explained {
     /// The row JSON's `"op"` object.
     pub json: Value,
     pub text: String,
@@ -108,7 +108,7 @@ pub(super) struct Explained {
 }
 
 /// An op cell's explanation in a few fields (`bi::Explanation`'s).
-pub(super) struct OpStory {
+pub struct OpStory {
     /// Each side in words (rank, row, M, path, order, scale point) and its
     /// order, whether the op model reproduces the side's bytes, and its
     /// path (`LOCAL`, `GATHER`).
@@ -132,14 +132,14 @@ struct Ran {
 /// switch cell, whose right side is the case's `vs` subject (None: it has
 /// none; a right side that is not an op subject leaves the cell to the
 /// order identification).
-pub(super) fn for_cell(
+pub fn for_cell(
     (spec, knobs): (&str, &Knobs),
     vs: Option<Option<&str>>,
     left: &Side,
     right: &Side,
     b: &[f32],
 ) -> Result<Option<Explained>> {
-    let model = |s: &str, k: &Knobs| op_model(s, k).transpose().map_err(CliError);
+    let model = |s: &str, k: &Knobs| op_model(s, k).transpose().map_err(Unexplained);
     let Some(lm) = model(spec, knobs)? else {
         return Ok(None);
     };
@@ -171,7 +171,7 @@ fn run_side(model: &OpSubject, s: &Side, b: &[f32], k: usize, n: usize) -> Resul
         .iter()
         .find(|r| r.global_row == s.at && (s.rank == 0 || r.rank == s.rank))
         .cloned()
-        .ok_or_else(|| CliError(format!("the op holds no copy of row {} on rank {}", s.at, s.rank)))?;
+        .ok_or_else(|| Unexplained(format!("the op holds no copy of row {} on rank {}", s.at, s.rank)))?;
     let row = out.per_rank[record.rank].row(record.row);
     let reproduces = row.len() == s.bytes.len() && row.iter().zip(s.bytes).all(|(x, y)| x.to_bits() == y.to_bits());
     Ok(Ran {
