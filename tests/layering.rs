@@ -16,7 +16,9 @@ fn floors() -> Vec<(String, u32)> {
     let mut out = Vec::new();
     for line in lib.lines().filter_map(|l| l.strip_prefix("//! | ")) {
         let cells: Vec<&str> = line.split(" | ").collect();
-        let Ok(floor) = cells[0].trim().parse::<u32>() else { continue };
+        let Ok(floor) = cells[0].trim().parse::<u32>() else {
+            continue;
+        };
         let name: String = cells[1]
             .trim_start_matches("[`")
             .chars()
@@ -73,7 +75,11 @@ fn imports_point_down_the_floors() {
             }
         }
     }
-    assert!(wrong.is_empty(), "imports up or across the floors:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "imports up or across the floors:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -87,7 +93,15 @@ fn the_floor_check_sees_an_import() {
 fn nothing_but_the_binary_names_the_cli() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "tests", "benches", "python/src", "fuzz/src", "fuzz/fuzz_targets", "examples"] {
+    for dir in [
+        "src",
+        "tests",
+        "benches",
+        "python/src",
+        "fuzz/src",
+        "fuzz/fuzz_targets",
+        "examples",
+    ] {
         files.extend(rust_files(&root.join(dir)));
     }
     assert!(files.len() > 100);
@@ -130,7 +144,11 @@ fn no_folder_has_an_import_circle() {
         }
         let (names, edges) = file_edges(&dir);
         for c in cycles(&names, &edges) {
-            found.push(format!("{}: {}", dir.strip_prefix(src()).unwrap().display(), c.join(" -> ")));
+            found.push(format!(
+                "{}: {}",
+                dir.strip_prefix(src()).unwrap().display(),
+                c.join(" -> ")
+            ));
         }
     }
     found.sort();
@@ -166,7 +184,10 @@ fn checking_layers_reach_kernels_only_through_subjects() {
     // implied by the floors; kept as the contract in words
     for module in ["bi", "subject", "explain", "accuracy", "fuzz"] {
         for (to, at) in module_imports(module) {
-            assert!(!["device", "op", "subjects", "diagnosis"].contains(&to.as_str()), "{at}: {module} imports {to}");
+            assert!(
+                !["device", "op", "subjects", "diagnosis"].contains(&to.as_str()),
+                "{at}: {module} imports {to}"
+            );
         }
     }
 }

@@ -8,9 +8,10 @@
 //! `warn` included); 1: it fails; 2: bad input or a case that cannot be
 //! judged (one line on stderr).
 
-use super::bi::parse_subject;
 use super::gemm::{load_operands, OperandArgs};
+use super::subject_specs::parse_subject;
 use super::{load, CliError, Outcome, Result};
+use clap::Args;
 use mxbi::accuracy::{golden, judge, judge_subject, CaseAccuracy, Golden, Standard};
 use mxbi::bi::{CheckOptions, Rows};
 use mxbi::gemm::{BLayout, Matrix, Problem};
@@ -18,7 +19,6 @@ use mxbi::io::{DType, TensorData};
 use mxbi::mx::MxFormat;
 use mxbi::order::{Order, OutFmt};
 use mxbi::subject::{Model, Subject};
-use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -74,8 +74,7 @@ pub struct AccuracyArgs {
 
 /// Values of an output file as f64, decoding uint16/uint8 codes of `dtype`.
 fn values(t: &TensorData, path: &Path, dtype: DType) -> Result<Vec<f64>> {
-    let codes =
-        |f: mxbi::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
+    let codes = |f: mxbi::format::Format, c: Vec<u16>| -> Vec<f64> { c.into_iter().map(|c| f.decode_f64(c)).collect() };
     Ok(match (t.dtype(), dtype) {
         (DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2, _) => t.to_f64_vec(),
         (DType::U16, DType::BF16 | DType::F16) => codes(golden::element_format(dtype)?, t.as_bits16()?.into_owned()),

@@ -1,17 +1,18 @@
 //! `mxbi bi run`: the batch-invariance checker on a subject (contract: the
 //! module doc of `bi`). Parsing subject specs and writing reports only.
 
-use super::bi_report::{emit, progress_bar, tick, MergeArgs, ReportArgs};
+use super::bi_report::{emit, mark_replayed_repeats, progress_bar, tick, MergeArgs, ReportArgs};
+use super::subject_specs::{parse_pair, parse_with};
 use super::{CliError, Outcome, Result};
+use clap::{Args, Subcommand};
 use mxbi::bi::{
     bisect_ranges, builtin, check_shard_content, edge_ms, expand, parse_ms, parse_shard, run_matrix, run_matrix_on,
     CheckOptions, Content, ContentClass, Family, RowPos,
 };
 use mxbi::order::InType;
-use mxbi::subject::spec::{timeout_secs, Parsed, RunnerOptions};
+use mxbi::subject::spec::{timeout_secs, RunnerOptions};
 use mxbi::subject::Knobs;
 use mxbi::subjects::{self, subject_from_spec};
-use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 pub(super) mod dump_gen;
@@ -142,22 +143,6 @@ fn parse_input(s: &str) -> Result<InType> {
     })
 }
 
-
-/// The subject `spec` names, runner options at their defaults.
-pub(super) fn parse_subject(spec: &str) -> Result<Parsed> {
-    parse_with(spec, &RunnerOptions::default())
-}
-
-/// The subject `spec` names with `runner`'s options.
-pub(super) fn parse_with(spec: &str, runner: &RunnerOptions) -> Result<Parsed> {
-    subjects::parse(spec, &Knobs::default(), runner).map_err(CliError)
-}
-
-/// A subject and its switch partner ([`mxbi::subject::spec::Factory::pair`]).
-pub(super) fn parse_pair(spec: &str, vs: Option<&str>, runner: &RunnerOptions) -> Result<(Parsed, Option<Parsed>)> {
-    subjects::factory().pair(spec, vs, runner).map_err(CliError)
-}
-
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, items: &[String]) -> Result<Vec<T>> {
     items
         .iter()
@@ -239,7 +224,7 @@ fn run_check(a: RunArgs) -> Result<Outcome> {
     }
     let rows = mxbi::bi::Rows::with_content(opts.seed, opts.k, opts.n, opts.input, content);
     mxbi::bi::witness::apply(&mut report, subject.subject.as_ref(), &opts, &rows, witness).map_err(CliError)?;
-    dump_gen::mark_replayed_repeats(spec, &mut report);
+    mark_replayed_repeats(spec, &mut report);
     if !a.out.no_explain {
         let knobs = Knobs::default();
         let setup = mxbi::diagnosis::CellSetup {

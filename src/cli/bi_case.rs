@@ -3,11 +3,11 @@
 //! standards carried into the report. `mxbi bi schema` prints the case
 //! format's JSON Schema.
 
-use super::bi::parse_pair;
-use mxbi::subject::spec::{Parsed, RunnerOptions};
 use super::bi_report::{emit, progress_bar, tick, ReportArgs};
+use super::subject_specs::parse_pair;
 use super::{CliError, Outcome, Result};
 use mxbi::bi::{case_schema, check_content, Case, CaseInfo, MAX_CASE_BYTES};
+use mxbi::subject::spec::{Parsed, RunnerOptions};
 use std::path::Path;
 
 /// A subject spec with a relative `dispatch:` or `dump:` path resolved
@@ -79,7 +79,7 @@ pub fn run_case(path: &Path, out: &ReportArgs, allow_exec: bool) -> Result<Outco
     );
     pb.finish_and_clear();
     let mut report = report.map_err(|e| CliError(format!("{name}: {e}")))?;
-    super::bi::dump_gen::mark_replayed_repeats(&case.subject, &mut report);
+    super::bi_report::mark_replayed_repeats(&case.subject, &mut report);
     if let (Some(a), Some(std)) = (acc, &acc_standard) {
         let v = super::accuracy::case_accuracy(a, std, &case.subject, subject.subject.as_ref(), &opts)
             .map_err(|e| CliError(format!("{name}: {}", e.0)))?;

@@ -2,9 +2,9 @@
 //! shares, the progress bar, atomic writes, and `mxbi bi merge`.
 
 use super::{CliError, Outcome, Result};
-use mxbi::bi::{heatmap, merge, parse_json, Report};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use mxbi::bi::{heatmap, merge, parse_json, Family, Report, Verdict};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -191,4 +191,22 @@ pub fn merge_reports(a: MergeArgs) -> Result<Outcome> {
             no_explain: true,
         },
     )
+}
+/// Why a repeat cell proves nothing on a dump.
+pub(super) const REPLAYED: &str =
+    "a dump answers every repeat of a batch from one file: it cannot show non-determinism";
+
+/// On a `dump:` subject (`spec`), a passing `repeat` cell is VACUOUS (see
+/// [`REPLAYED`]); other cells and other subjects are left alone.
+pub(super) fn mark_replayed_repeats(spec: &str, r: &mut Report) {
+    if !spec.starts_with("dump:") {
+        return;
+    }
+    for c in r.cells.iter_mut() {
+        if c.family == Family::Repeat && c.verdict == Verdict::Pass {
+            c.verdict = Verdict::Vacuous;
+            c.reason = Some(REPLAYED.into());
+        }
+    }
+    r.finish();
 }

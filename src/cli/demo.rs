@@ -9,13 +9,13 @@
 //! heuristics and tuned-config tables do), and the all-gather-matmul op
 //! presets `agmm-v2-fixed` and `agmm-v2-prefix` (see [`op_rows`]).
 
-use mxbi::subjects::subject_from_spec;
 use super::{Outcome, Result};
 use mxbi::bi::{check, run_matrix, CheckOptions, Family, Grid, Job, Report, RowPos, Rows, Verdict};
 use mxbi::explain::{diverge, simplest_order, suggest, Varies};
 use mxbi::gemm::{BLayout, Matrix, Problem};
 use mxbi::order::{InType, Order};
 use mxbi::subject::{Dispatch, Knobs, ScaleKind, Subject};
+use mxbi::subjects::subject_from_spec;
 
 /// The built-in dispatch table: fma up to 16 rows, split-K 4 up to 256,
 /// then split-K 8 with a pairwise reduction.

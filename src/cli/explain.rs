@@ -5,14 +5,12 @@
 //! `mxbi::explain`.
 
 use super::{input_f32, load, CliError, Outcome, Result};
+use clap::Args;
 use mxbi::diagnosis::{explain_rows, Reported};
-use mxbi::explain::{self, RevealOptions, Varies};
+use mxbi::explain::Varies;
 use mxbi::gemm::{BLayout, Matrix, Problem};
 use mxbi::io::TensorData;
 use mxbi::mx::MxFormat;
-use mxbi::order::InType;
-use mxbi::subject::Subject;
-use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -79,86 +77,6 @@ pub struct ExplainArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct RevealArgs {
-    #[command(subcommand)]
-    pub files: Option<RevealFiles>,
-    #[command(flatten)]
-    pub direct: RevealDirect,
-}
-
-#[derive(Args, Debug)]
-pub struct RevealDirect {
-    /// The subject: model:ORDER or dispatch:FILE.
-    #[arg(long)]
-    pub subject: Option<String>,
-    #[command(flatten)]
-    pub shape: RevealShape,
-    /// Print the recovered tree as JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Print wall seconds per phase (calibration, probe launches, answer
-    /// reading, checks, shape matching, verification) on stderr.
-    #[arg(long)]
-    pub timings: bool,
-    /// Run one untimed launch of the subject at the reveal's shape first
-    /// (a GPU subject's first call loads its kernels), as FPRev's timed
-    /// comparison does; not counted in `launches`.
-    #[arg(long)]
-    pub warmup: bool,
-    /// Also print the recovered tree node by node (one `nI = sum(...)`
-    /// line per addition) when no order names it; the default is a
-    /// summary in a few lines.
-    #[arg(long)]
-    pub tree: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct RevealShape {
-    /// Rows of each probe launch (M); needed to reveal.
-    #[arg(long)]
-    pub m: Option<usize>,
-    /// K, the reduction length whose tree is recovered (reveal probes at
-    /// most 65536 terms); needed to reveal.
-    #[arg(long)]
-    pub k: Option<usize>,
-    /// Output columns of each probe launch (N); needed to reveal.
-    #[arg(long)]
-    pub n: Option<usize>,
-    /// Element type the subject reads (default: the model's, else f32), or
-    /// an MX format (`mxfp8-e4m3`, ...): codes and E8M0 scales, probed per
-    /// block through the scales.
-    #[arg(long)]
-    pub input: Option<String>,
-    /// Seed of the probe values (same seed, same launches).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RevealFiles {
-    /// Write the first round of probe launches to DIR (job-NNNNNN/a.npy,
-    /// b.npy); a runner writes each job's out.npy.
-    Gen {
-        /// The folder the probe launches are written to.
-        #[arg(long)]
-        dir: PathBuf,
-        #[command(flatten)]
-        shape: RevealShape,
-    },
-    /// Read the runner's outputs in DIR: write the next round's launches,
-    /// or print the recovered tree when no launch is missing.
-    Solve {
-        /// The folder `reveal gen` wrote, with the runner's out.npy files.
-        #[arg(long)]
-        dir: PathBuf,
-        /// Print the recovered tree as JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 // ---------------------------------------------------------------- explain
@@ -312,7 +230,13 @@ fn parse_varies(s: Option<&str>) -> Result<Varies> {
 
 pub fn explain(x: ExplainArgs) -> Result<Outcome> {
     if let (Some(case), Some(cell)) = (&x.case, &x.cell) {
-        return super::explain_case::explain_case_cell(&x, case, cell);
+        return super::explain_case::explain_case_cell(
+            case,
+            cell,
+            x.allow_exec,
+            (x.n_tile, x.k_chunk, x.exactness),
+            x.json,
+        );
     }
     let ops = load_operands(&x)?;
     let varies = parse_varies(x.varies.as_deref())?;
@@ -379,210 +303,4 @@ pub fn explain(x: ExplainArgs) -> Result<Outcome> {
         out!("{text}");
     }
     Ok(if ok { Outcome::Held } else { Outcome::Failed })
-}
-
-// ---------------------------------------------------------------- reveal
-
-fn input_type(s: Option<&str>, default: Option<InType>) -> Result<InType> {
-    match s {
-        Some(t) if mx_input(Some(t)).is_some() => Ok(InType::E4M3),
-        Some(t) => InType::from_name(t).ok_or_else(|| {
-            CliError(format!(
-                "--input '{t}': expected one of f32, bf16, f16, e4m3, e5m2 or an MX format (mxfp8-e4m3, ...)"
-            ))
-        }),
-        None => Ok(default.unwrap_or(InType::F32)),
-    }
-}
-
-/// The MX format `--input` names, if it names one.
-pub(super) fn mx_input(s: Option<&str>) -> Option<mxbi::mx::MxFormat> {
-    mxbi::mx::MxFormat::ALL.into_iter().find(|f| Some(f.name()) == s)
-}
-
-pub(super) fn options(s: &RevealShape, default_input: Option<InType>) -> Result<RevealOptions> {
-    let need = |v: Option<usize>, name: &str| v.ok_or_else(|| CliError(format!("reveal needs --{name}")));
-    Ok(RevealOptions {
-        m: need(s.m, "m")?,
-        k: need(s.k, "k")?,
-        n: need(s.n, "n")?,
-        input: input_type(s.input.as_deref(), default_input)?,
-        seed: s.seed,
-        verify_rows: 8,
-    })
-}
-
-pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool, tree: bool) -> Result<()> {
-    if as_json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "order": r.order.map(|o| o.to_string()),
-                "equivalent": r.equivalent.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
-                "launches": r.launches,
-                "probes": r.probes,
-                "scheme": r.scheme,
-                "window": r.window,
-                "shared_tree": r.disagreement_count == 0,
-                "disagreements": r.disagreements,
-                "disagreement_count": r.disagreement_count,
-                "shape_matches": r.shape_matches.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
-                "nearest": r.closest,
-                "summary": r.shape.describe(),
-                "verified_elements": r.verified_elements,
-                "repeated_probes": r.repeats.probes,
-                "repeats": r.repeats.repeats,
-                "repeated_answers": r.repeats.answers,
-                "tree": r.shape.listing(),
-                "m": r.m, "k": r.k, "n": r.n, "input": r.input,
-                "mx": r.mx,
-                "distinct_probes": r.distinct_probes,
-                "checked": r.checked,
-            }))?
-        );
-    } else {
-        out!("{r}");
-        if !r.to_string().ends_with('\n') {
-            outln!();
-        }
-        if tree && r.order.is_none() {
-            outln!("the recovered tree:\n{}", r.shape.listing());
-        }
-    }
-    Ok(())
-}
-
-/// A data-dependent order (the probes repeated with other values gave
-/// other counts): one headline, then the changed answers (at most 16
-/// listed), or the JSON `{"data_dependent": true, ...}`. Exit 1: a check
-/// failed, no tree is reported.
-pub(super) fn print_data_dependent(rep: &explain::Repeats, as_json: bool) -> Result<Outcome> {
-    let headline = explain::RevealError::DataDependent(Box::new(rep.clone())).to_string();
-    if as_json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "data_dependent": true,
-                "headline": headline,
-                "order": null,
-                "repeated_probes": rep.probes,
-                "repeats": rep.repeats,
-                "answers": rep.answers,
-                "changed_probes": rep.changed_probes,
-                "changed_count": rep.changed_count,
-                "changed": rep.changed,
-            }))?
-        );
-        return Ok(Outcome::Failed);
-    }
-    outln!("{headline}");
-    for r in &rep.repeats {
-        outln!("  repeat {r}");
-    }
-    for c in &rep.changed {
-        let window = c.window.map(|w| format!(", window {w}")).unwrap_or_default();
-        let after = match c.after {
-            Some(a) => format!("{a} units"),
-            None => format!("{:e}, not a whole number of units", c.value),
-        };
-        outln!(
-            "  {} launch {} C[{}, {}]: probe (+B at k={}, -B at k={}{window}) counted {} units, now {after}",
-            c.repeat,
-            c.launch,
-            c.row,
-            c.col,
-            c.p,
-            c.q,
-            c.before
-        );
-    }
-    if rep.changed_count > rep.changed.len() {
-        outln!("  ... {} more changed answers", rep.changed_count - rep.changed.len());
-    }
-    Ok(Outcome::Failed)
-}
-
-/// Exit status of a reveal: held when one tree explains every probe and
-/// the grammar can say it.
-pub(super) fn outcome(r: &explain::Revealed) -> Outcome {
-    if r.disagreement_count == 0 && r.order.is_some() {
-        Outcome::Held
-    } else {
-        Outcome::Failed
-    }
-}
-
-pub fn reveal(a: RevealArgs) -> Result<Outcome> {
-    match a.files {
-        Some(RevealFiles::Gen { dir, shape }) => return super::reveal_files::gen(&dir, &shape),
-        Some(RevealFiles::Solve { dir, json }) => return super::reveal_files::solve(&dir, json),
-        None => {}
-    }
-    let spec = a
-        .direct
-        .subject
-        .as_deref()
-        .ok_or_else(|| CliError("reveal needs --subject SPEC (or the gen/solve subcommands)".into()))?;
-    let parsed = super::bi::parse_subject(spec)?;
-    let o = options(&a.direct.shape, parsed.subject.input().or(parsed.input))?;
-    let mx = mx_input(a.direct.shape.input.as_deref());
-    let subject = parsed.subject.as_ref();
-    let t0 = std::time::Instant::now();
-    if a.direct.warmup {
-        warm_up(subject, &o, mx)?;
-    }
-    let warm = t0.elapsed().as_secs_f64();
-    let r = match mx {
-        Some(f) => explain::reveal_mx(subject, o, f),
-        None => explain::reveal(subject, o),
-    };
-    let r = match r {
-        Err(explain::RevealError::DataDependent(rep)) => return print_data_dependent(&rep, a.direct.json),
-        r => r?,
-    };
-    if a.direct.timings {
-        if a.direct.warmup {
-            super::write_stderr_line(&format!("reveal timing: warm-up launch (not counted) {warm:.3} s"));
-        }
-        for (what, secs) in &r.timings {
-            super::write_stderr_line(&format!("reveal timing: {what} {secs:.3} s"));
-        }
-    }
-    print_revealed(&r, a.direct.json, a.direct.tree)?;
-    Ok(outcome(&r))
-}
-
-/// One launch of zeros at the reveal's shape (its answer is not used).
-fn warm_up(subject: &dyn Subject, o: &RevealOptions, mx: Option<MxFormat>) -> Result<()> {
-    let (a, b) = (vec![0f32; o.m * o.k], vec![0f32; o.k * o.n]);
-    let (ca, cb) = (vec![0u8; o.m * o.k], vec![0u8; o.k * o.n]);
-    let blocks = o.k / mxbi::gemm::MX_BLOCK;
-    let (sa, sb) = (vec![127u8; o.m * blocks], vec![127u8; blocks * o.n]);
-    let (a, b) = match mx {
-        None => (Matrix::F32(&a), Matrix::F32(&b)),
-        Some(format) => (
-            Matrix::Mx {
-                codes: &ca,
-                scales: &sa,
-                format,
-            },
-            Matrix::Mx {
-                codes: &cb,
-                scales: &sb,
-                format,
-            },
-        ),
-    };
-    let p = Problem {
-        a,
-        b,
-        m: o.m,
-        n: o.n,
-        k: o.k,
-        b_layout: BLayout::Kn,
-    };
-    subject
-        .run(&p, None)
-        .map(|_| ())
-        .map_err(|e| CliError(format!("reveal --warmup: {e}")))
 }

@@ -9,13 +9,21 @@ use std::path::Path;
 
 /// `mxbi explain --case CASE --cell ID`: the cell's two sides re-run on the
 /// case's subject, and the target row's two observations explained.
-pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Path, cell: &str) -> Result<Outcome> {
+/// `view`: the ULP map's tile width, the K profile's chunk, and whether to
+/// add the exactness analysis; `as_json`: print JSON.
+pub(super) fn explain_case_cell(
+    case_path: &Path,
+    cell: &str,
+    allow_exec: bool,
+    view: (usize, usize, bool),
+    as_json: bool,
+) -> Result<Outcome> {
     let case = super::bi_case::load(case_path)?;
-    mxbi::subjects::allow_exec::check(&case_path.display().to_string(), &case, x.allow_exec, "--allow-exec")
+    mxbi::subjects::allow_exec::check(&case_path.display().to_string(), &case, allow_exec, "--allow-exec")
         .map_err(CliError)?;
     let base = case_path.parent().unwrap_or(Path::new("."));
     let spec = resolve_spec(&case.subject, base);
-    let mut subject = super::bi::parse_subject(&spec)?;
+    let mut subject = super::subject_specs::parse_subject(&spec)?;
     // a subject setting (op: scale kinds, world size) builds the subject
     // under it, as `bi run CASE` does
     let knobs = case.knobs.unwrap_or_default();
@@ -24,7 +32,10 @@ pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Pat
         subject = Parsed::of(s);
     }
     let vs_spec = case.vs.as_ref().map(|v| resolve_spec(v, base));
-    let vs = vs_spec.as_deref().map(super::bi::parse_subject).transpose()?;
+    let vs = vs_spec
+        .as_deref()
+        .map(super::subject_specs::parse_subject)
+        .transpose()?;
     let opts = case.options(subject.input, &subject.boundaries).map_err(CliError)?;
     opts.validate(vs.is_some()).map_err(CliError)?;
     let setup = CellSetup {
@@ -36,12 +47,11 @@ pub(super) fn explain_case_cell(x: &super::explain::ExplainArgs, case_path: &Pat
         opts: &opts,
         content: case.content.unwrap_or_default(),
     };
-    let e = explain_cell(&setup, cell, (x.n_tile, x.k_chunk, x.exactness)).map_err(|e| CliError(e.0))?;
-    if x.json {
+    let e = explain_cell(&setup, cell, view).map_err(|e| CliError(e.0))?;
+    if as_json {
         outln!("{}", serde_json::to_string_pretty(&e.json)?);
     } else {
         out!("{}", e.text);
     }
     Ok(if e.held { Outcome::Held } else { Outcome::Failed })
 }
-

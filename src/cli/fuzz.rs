@@ -16,14 +16,14 @@
 //! codes: 1 on a confirmed failure; 0 when none was found (also with
 //! `NON_DET` entries, as `mxbi bi run`, unless `--strict`); 2 on bad input.
 
-use mxbi::subjects::subject_from_spec;
 use super::{CliError, Outcome, Result};
+use clap::Args;
 use mxbi::bi::{ContentClass, Others};
 use mxbi::fuzz::{fuzz_with, something_ran, write_files, FuzzConfig, FuzzError, FuzzOutcome};
-use mxbi::subjects::fuzz_target::target;
 use mxbi::order::InType;
 use mxbi::subject::Knobs;
-use clap::Args;
+use mxbi::subjects::fuzz_target::target;
+use mxbi::subjects::subject_from_spec;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -254,4 +254,3 @@ fn report(a: &FuzzArgs, name: &str, corpus: &Path, o: &FuzzOutcome, secs: f64) -
     );
     Ok(Outcome::Failed)
 }
-

@@ -1,11 +1,11 @@
 //! `mxbi gemm`, `mxbi order`, `mxbi trace`: file handling and printing only.
 
 use super::{input_f32, load, save, CliError, Result};
+use clap::Args;
 use mxbi::gemm::{self, BLayout, Matrix, Problem};
 use mxbi::io::TensorData;
 use mxbi::mx::MxFormat;
 use mxbi::order::Order;
-use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]

@@ -33,12 +33,15 @@ pub mod fuzz;
 mod gemm;
 mod mx_table;
 mod op;
+mod reveal;
 mod reveal_files;
+mod reveal_shape;
+mod subject_specs;
 
+use clap::{Args, Parser, Subcommand};
 use mxbi::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
 use mxbi::io::{self, DType, TensorData};
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPolicy, MxPreset, ScaleLayout, ScaleMode};
-use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// A one-line error for the user; the process exits with code 2.
@@ -226,7 +229,7 @@ pub enum Command {
     /// two observations diverge and why (docs/EXPLAIN.md).
     Explain(explain::ExplainArgs),
     /// Recover a subject's reduction tree by probing it (docs/EXPLAIN.md).
-    Reveal(explain::RevealArgs),
+    Reveal(reveal::RevealArgs),
     /// Fused comm+matmul op models (docs/OPS.md): list presets, run a spec.
     #[command(subcommand)]
     Op(op::OpCommand),
@@ -394,7 +397,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Accuracy(a) => return accuracy::run(a),
         Command::Demo => return demo::run(),
         Command::Explain(a) => return explain::explain(a),
-        Command::Reveal(a) => return explain::reveal(a),
+        Command::Reveal(a) => return reveal::reveal(a),
         Command::Op(c) => return op::run(c),
         Command::Fuzz(a) => return fuzz::run(a),
         _ => {}

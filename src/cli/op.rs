@@ -4,9 +4,9 @@
 mod explain;
 
 use super::{CliError, Outcome, Result};
+use clap::{Args, Subcommand};
 use mxbi::io;
 use mxbi::op::{self, presets, GenOpts, Inputs, OpSpec, Tensor, X2Scales};
-use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]

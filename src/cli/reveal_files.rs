@@ -24,7 +24,7 @@
 //!   or shape. Sizes are bounded before anything is allocated (the shape
 //!   by the reveal's own limits, files by their length).
 
-use super::explain::{mx_input, options, outcome, print_revealed, RevealShape};
+use super::reveal_shape::{mx_input, options, outcome, print_data_dependent, print_revealed, RevealShape};
 use super::{CliError, Outcome, Result};
 use mxbi::explain::{self, RevealOptions};
 use mxbi::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
@@ -424,7 +424,7 @@ fn step(dir: &Path, o: RevealOptions, mx: Option<MxFormat>, manifest: &Value, as
             }
             Ok(Outcome::Held)
         }
-        Err(explain::RevealError::DataDependent(rep)) => super::explain::print_data_dependent(&rep, as_json),
+        Err(explain::RevealError::DataDependent(rep)) => print_data_dependent(&rep, as_json),
         Err(e) => Err(CliError(e.to_string())),
     }
 }

@@ -29,7 +29,6 @@
 //! non-deterministic reduction, routing, row-count tiling).
 
 use super::{Result, Unexplained};
-use crate::subjects::op_model;
 use crate::explain::{Fix, Varies};
 use crate::gemm::{BLayout, Matrix, Problem};
 use crate::mx::MxFormat;
@@ -38,6 +37,7 @@ use crate::op::hypotheses::{path_family, rank_mechanisms, relation, Hypothesis, 
 use crate::op::subject::OpSubject;
 use crate::op::{self, agmm, Inputs, Mechanism, OpSpec, RankOutput, RowProvenance};
 use crate::subject::{Knobs, Subject};
+use crate::subjects::op_model;
 use serde_json::{json, Value};
 
 /// Most multiply-adds the mechanism ranking may cost (candidate paths x

@@ -217,4 +217,3 @@ pub fn report(
         stories,
     })
 }
-

@@ -162,7 +162,11 @@ fn build_dump(spec: &str, arg: &str, knobs: &Knobs, runner: &RunnerOptions) -> R
     knobs.refuse_any(spec, "a dump folder holds one setting's outputs")?;
     let d = Dump::open(arg)?;
     if let Some(t) = runner.input.filter(|t| *t != d.input_type()) {
-        let flag = if runner.input_flag.is_empty() { "input" } else { runner.input_flag };
+        let flag = if runner.input_flag.is_empty() {
+            "input"
+        } else {
+            runner.input_flag
+        };
         return Err(format!(
             "dump folder {arg} holds {} inputs, not {} ({flag})",
             d.input_type().name(),
@@ -184,7 +188,9 @@ pub fn dispatch_table(path: &Path) -> Result<Dispatch, String> {
         .map_err(|e| format!("dispatch table {shown}: {e}"))?
         .len();
     if len > MAX_TABLE_BYTES {
-        return Err(format!("dispatch table {shown}: {len} bytes (at most {MAX_TABLE_BYTES})"));
+        return Err(format!(
+            "dispatch table {shown}: {len} bytes (at most {MAX_TABLE_BYTES})"
+        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("dispatch table {shown}: {e}"))?;
     Dispatch::parse(&shown.to_string(), &text)
@@ -199,7 +205,10 @@ impl Factory {
     /// A factory of `kinds` (names must differ).
     pub fn new(kinds: Vec<Kind>) -> Factory {
         debug_assert!(
-            kinds.iter().enumerate().all(|(i, k)| kinds[..i].iter().all(|o| o.name != k.name)),
+            kinds
+                .iter()
+                .enumerate()
+                .all(|(i, k)| kinds[..i].iter().all(|o| o.name != k.name)),
             "a kind registered twice"
         );
         Factory { kinds }
@@ -299,9 +308,15 @@ mod tests {
         let f = local();
         assert_eq!(f.subject("model:fma", &Knobs::default()).unwrap().name(), "model:fma");
         let e = f.subject("gpu0", &Knobs::default()).err().unwrap();
-        assert_eq!(e, "subject 'gpu0': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)");
+        assert_eq!(
+            e,
+            "subject 'gpu0': expected KIND:ARG (model:ORDER, dispatch:FILE, exec:CMD or dump:DIR)"
+        );
         let e = f.subject("foo:bar", &Knobs::default()).err().unwrap();
-        assert!(e.starts_with("subject 'foo:bar': unknown kind 'foo' (model:ORDER"), "{e}");
+        assert!(
+            e.starts_with("subject 'foo:bar': unknown kind 'foo' (model:ORDER"),
+            "{e}"
+        );
         let e = f.subject("model:nope", &Knobs::default()).err().unwrap();
         assert!(e.starts_with("subject 'model:nope': "), "{e}");
         assert!(!e.contains('\n'));
@@ -321,7 +336,10 @@ mod tests {
         let big = dir.join("big.json");
         std::fs::write(&big, vec![b' '; MAX_TABLE_BYTES as usize + 1]).unwrap();
         let e = dispatch_table(&big).err().unwrap();
-        assert!(e.ends_with(&format!("{} bytes (at most {MAX_TABLE_BYTES})", MAX_TABLE_BYTES + 1)), "{e}");
+        assert!(
+            e.ends_with(&format!("{} bytes (at most {MAX_TABLE_BYTES})", MAX_TABLE_BYTES + 1)),
+            "{e}"
+        );
         let e = dispatch_table(&dir.join("missing.json")).err().unwrap();
         assert!(e.starts_with("dispatch table "), "{e}");
         std::fs::remove_dir_all(&dir).ok();
@@ -333,7 +351,10 @@ mod tests {
         assert!(timeout_secs(86_400.0, "t").is_ok());
         for bad in [0.0, -1.0, 86_400.5, f64::NAN, f64::INFINITY] {
             let e = timeout_secs(bad, "--timeout").err().unwrap();
-            assert!(e.starts_with("--timeout ") && e.ends_with("expected seconds in (0, 86400]"), "{e}");
+            assert!(
+                e.starts_with("--timeout ") && e.ends_with("expected seconds in (0, 86400]"),
+                "{e}"
+            );
         }
     }
 }

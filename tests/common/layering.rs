@@ -179,7 +179,11 @@ pub fn module_imports(module: &str) -> Vec<(String, String)> {
 /// subfolders, each one node) and which import which: `(from, to)` indices.
 pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
     // the crate root: the nearest ancestor named `src`
-    let root = dir.ancestors().find(|a| a.ends_with("src")).expect("under src/").to_path_buf();
+    let root = dir
+        .ancestors()
+        .find(|a| a.ends_with("src"))
+        .expect("under src/")
+        .to_path_buf();
     let folder = module_path(&root, &dir.join("mod.rs"));
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -203,7 +207,10 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
                 continue;
             };
             for p in tree_paths(&tree.replace(" as ", "AS")) {
-                let p: Vec<String> = p.into_iter().map(|x| x.split("AS").last().unwrap().to_string()).collect();
+                let p: Vec<String> = p
+                    .into_iter()
+                    .map(|x| x.split("AS").last().unwrap().to_string())
+                    .collect();
                 if p.len() >= 2 && names.contains(&p[0]) {
                     reexports.push((p.last().unwrap().clone(), p[0].clone()));
                 }
@@ -216,7 +223,13 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
             continue;
         }
         let rel = f.strip_prefix(dir).unwrap();
-        let node = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_string();
+        let node = rel
+            .iter()
+            .next()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
         let from = names.iter().position(|n| *n == node).unwrap();
         let text = std::fs::read_to_string(&f).unwrap();
         let here = module_path(&root, &f);
@@ -225,10 +238,12 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
                 continue;
             }
             let next = &path[folder.len()];
-            let to = names
-                .iter()
-                .position(|n| n == next)
-                .or_else(|| reexports.iter().find(|(item, _)| item == next).and_then(|(_, file)| names.iter().position(|n| n == file)));
+            let to = names.iter().position(|n| n == next).or_else(|| {
+                reexports
+                    .iter()
+                    .find(|(item, _)| item == next)
+                    .and_then(|(_, file)| names.iter().position(|n| n == file))
+            });
             if let Some(to) = to.filter(|&t| t != from) {
                 edges.push((from, to));
             }

@@ -4,13 +4,14 @@
 //! The folder is written as `DIR.partial` and renamed at the end: a failed
 //! gen leaves nothing behind.
 
-use super::{check_options, parse_input, parse_with, CliError, Outcome, Result, RunArgs};
-use mxbi::subject::spec::RunnerOptions;
-use mxbi::bi::{check, Family, Report, Verdict};
+use super::{check_options, parse_input, CliError, Outcome, Result, RunArgs};
+use crate::cli::subject_specs::parse_with;
+use clap::Args;
+use mxbi::bi::check;
 use mxbi::gemm::Problem;
 use mxbi::order::InType;
+use mxbi::subject::spec::RunnerOptions;
 use mxbi::subject::{Dump, Model, Recorder, Subject, SubjectError, DUMP_SCHEMA};
-use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -131,23 +132,4 @@ impl Subject for Answering {
         self.0.run(p, rows)?;
         Model::new("fma".parse().expect("fma parses")).run(p, rows)
     }
-}
-
-/// Why a repeat cell proves nothing on a dump.
-pub(super) const REPLAYED: &str =
-    "a dump answers every repeat of a batch from one file: it cannot show non-determinism";
-
-/// On a `dump:` subject (`spec`), a passing `repeat` cell is VACUOUS (see
-/// [`REPLAYED`]); other cells and other subjects are left alone.
-pub(in crate::cli) fn mark_replayed_repeats(spec: &str, r: &mut Report) {
-    if !spec.starts_with("dump:") {
-        return;
-    }
-    for c in r.cells.iter_mut() {
-        if c.family == Family::Repeat && c.verdict == Verdict::Pass {
-            c.verdict = Verdict::Vacuous;
-            c.reason = Some(REPLAYED.into());
-        }
-    }
-    r.finish();
 }

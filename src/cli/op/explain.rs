@@ -4,13 +4,13 @@
 //! printing only; the numerics are `op::hypotheses` and `op::visibility`.
 
 use super::super::{CliError, Outcome, Result};
+use clap::Args;
 use mxbi::device::capture::Capture;
 use mxbi::device::collective::CollectiveReport;
 use mxbi::device::conform::row_digest;
 use mxbi::op::divergence::explain_diff;
 use mxbi::op::hypotheses::{rank_mechanisms, Observed, Ranking};
 use mxbi::op::{agmm, visibility, GenOpts, OpSpec, RankOutput};
-use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
 
