@@ -46,10 +46,22 @@ fn side_words(m: usize, at: usize, rank: usize) -> String {
     }
 }
 
-/// Explains cell `cell` (its report id) of the check `setup` describes;
-/// `view`: the ULP map's tile width, the K profile's chunk, and whether to
-/// add the exactness analysis.
-pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -> Result<CellExplained> {
+/// A cell's two sides as the checker ran them: each batch's row ids, the
+/// target's index in it and the rank asked, and what varies between them.
+struct Sides {
+    family: Family,
+    b_ids: Vec<u64>,
+    bi: usize,
+    b_rank: usize,
+    v_ids: Vec<u64>,
+    vi: usize,
+    v_rank: usize,
+    varies: Varies,
+}
+
+/// Reads cell id `cell` (`FAMILY/m=M/k=K/n=N/row=ROW[/rank=R/held|owned]`)
+/// against the check `setup` describes, and rebuilds its two sides.
+fn cell_sides(setup: &CellSetup, cell: &str) -> Result<Sides> {
     let bad = |why: &str| Unexplained(format!("--cell '{cell}': {why}"));
     let parts: Vec<&str> = cell.split('/').collect();
     let field = |i: usize, key: &str| -> Result<String> {
@@ -74,7 +86,6 @@ pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -
         return Err(bad("the case has no such family or batch size"));
     }
     let row = field(4, "row=")?;
-    let rows = Rows::with_content(opts.seed, k, n, opts.input, setup.content);
     let m0 = opts.ms[0];
     let pos = |mm: usize| -> Result<usize> {
         let p: RowPos = row.parse().map_err(|e: String| bad(&e))?;
@@ -157,6 +168,36 @@ pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -
             ))
         }
     };
+    Ok(Sides {
+        family,
+        b_ids,
+        bi,
+        b_rank,
+        v_ids,
+        vi,
+        v_rank,
+        varies,
+    })
+}
+
+/// Explains cell `cell` (its report id) of the check `setup` describes;
+/// `view`: the ULP map's tile width, the K profile's chunk, and whether to
+/// add the exactness analysis.
+pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -> Result<CellExplained> {
+    let Sides {
+        family,
+        b_ids,
+        bi,
+        b_rank,
+        v_ids,
+        vi,
+        v_rank,
+        varies,
+    } = cell_sides(setup, cell)?;
+    let bad = |why: &str| Unexplained(format!("--cell '{cell}': {why}"));
+    let opts = setup.opts;
+    let (k, n) = (opts.k, opts.n);
+    let rows = Rows::with_content(opts.seed, k, n, opts.input, setup.content);
     // rank 0 is the copy `run` answers, as the checker asks it
     let run = |s: &dyn Subject, a: &[f32], at: usize, rank: usize| -> Result<Vec<f32>> {
         let p = Problem {
@@ -242,24 +283,7 @@ pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -
         other.declared_order(a_right.len() / k, k, n),
     ];
     match (&explained, stories.first()) {
-        (Some(e), _) => {
-            let [l, r] = &e.story.sides;
-            let side = |(w, o, rep, path): &(String, String, bool, String)| SideStory {
-                side: w.clone(),
-                path: Some(path.clone()),
-                order: rep.then(|| o.clone()),
-                known: if *rep { Known::OpModel } else { Known::NotNameable },
-                closest: (!rep).then(|| format!("the op model's {o}, which does not reproduce the bytes")),
-            };
-            story.base = Some(side(l));
-            story.variant = Some(side(r));
-            story.first_node = e.story.first_node.clone();
-            story.mechanism = e.story.mechanisms.clone();
-            story.fixes = e.story.fixes.clone();
-            if !e.held {
-                story.note = Some("the op model does not account for both sides' bytes".into());
-            }
-        }
+        (Some(e), _) => op_story(&mut story, e),
         (None, Some(row)) => {
             summarise(&mut story, row, &sides, &declared);
             let subjects = [setup.subject, other];
@@ -292,6 +316,27 @@ pub fn explain_cell(setup: &CellSetup, cell: &str, view: (usize, usize, bool)) -
         held,
         story,
     })
+}
+
+/// The summary of an op cell: each side's path and order from the op
+/// model's provenance, the first diverging node, the mechanism, the fixes.
+fn op_story(story: &mut Explanation, e: &super::op::Explained) {
+    let [l, r] = &e.story.sides;
+    let side = |(w, o, rep, path): &(String, String, bool, String)| SideStory {
+        side: w.clone(),
+        path: Some(path.clone()),
+        order: rep.then(|| o.clone()),
+        known: if *rep { Known::OpModel } else { Known::NotNameable },
+        closest: (!rep).then(|| format!("the op model's {o}, which does not reproduce the bytes")),
+    };
+    story.base = Some(side(l));
+    story.variant = Some(side(r));
+    story.first_node = e.story.first_node.clone();
+    story.mechanism = e.story.mechanisms.clone();
+    story.fixes = e.story.fixes.clone();
+    if !e.held {
+        story.note = Some("the op model does not account for both sides' bytes".into());
+    }
 }
 
 /// A side as the explanation names it: the order that reproduces its

@@ -296,33 +296,8 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
         &r.record,
         col,
     )?;
-    let mut text = format!("op provenance ({}):\n", lm.name());
-    text.push_str(&format!("  observed {}\n", side_words(&l, left)));
-    text.push_str(&format!("  vs       {}\n", side_words(&r, right)));
+    let mut text = divergence_text(lm, (&l, left), (&r, right), &differ, n, &div);
     let same_bytes = differ.is_empty();
-    if same_bytes && div.nodes.is_empty() {
-        text.push_str("  no divergence: the two copies have the same bytes");
-        if div.latent.is_empty() {
-            text.push_str(" and their records the same computation\n");
-        } else {
-            text.push_str("; their records differ where no value differs on these inputs:\n");
-            for w in &div.latent {
-                text.push_str(&format!("  latent: {w}\n"));
-            }
-        }
-    } else {
-        if same_bytes {
-            text.push_str(
-                "  no divergence in the bytes: the records differ (below), but on these inputs the two copies have the same bytes\n",
-            );
-        } else {
-            text.push_str(&format!("  the copies differ in {} of {n} elements\n", differ.len()));
-        }
-        // the divergence as `mxbi op check` prints it, without its header
-        for line in div.to_string().lines().skip(1) {
-            text.push_str(&format!("  {}\n", line.trim_start()));
-        }
-    }
     let mut couple: Vec<Mechanism> = coupling(&l.record);
     couple.extend(
         coupling(&r.record)
@@ -333,95 +308,13 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
     let mut hypothesis: Option<Hypothesis> = None;
     let mut fixes: Vec<Fix> = Vec::new();
     let mut rank_json = Value::Null;
-    let mut ranking_words = String::new();
+    let mut ranking_said = String::new();
     let mut mx = None;
     let mut varies = None;
     if let (OpSpec::AllGatherMatmul(sa), OpSpec::AllGatherMatmul(sb)) = (&l.spec, &r.spec) {
-        // all-gather-matmul: the mechanism as `mxbi op explain` names it
-        let pa = sa.path_for(l.record.rank, l.record.global_row).1;
-        let pb = sb.path_for(r.record.rank, r.record.global_row).1;
-        // LOCAL first (the relation reads the second as GATHER)
-        let (loc, oth) = if r.record.path == "local" && l.record.path != "local" {
-            (pb, pa)
-        } else {
-            (pa, pb)
-        };
-        hypothesis = match relation(loc, oth, k) {
-            // one path that re-rounds x1 per shard still couples rows
-            Some(Hypothesis::OnePath) if loc.x1_requant.is_some() => Some(Hypothesis::ContentCoupling),
-            h => h,
-        };
-        named = match hypothesis {
-            Some(Hypothesis::ContentCoupling) if pa == pb => format!(
-                "content-coupling: both copies take the {} path, which re-rounds x1 with a scale shared by its shard's rows ({})",
-                l.record.path.to_uppercase(),
-                Hypothesis::ContentCoupling.preset()
-            ),
-            Some(Hypothesis::OnePath) if l.record.path == r.record.path => format!(
-                "one-path: both copies take the {} path, one computation",
-                l.record.path.to_uppercase()
-            ),
-            Some(h) => format!("{h} ({}: {})", h.preset(), h.words()),
-            None => "none of mxbi op explain's: the two paths differ in more than one way".into(),
-        };
-        // one path for LOCAL and GATHER rows: the op's LOCAL one
-        if pa != pb || hypothesis == Some(Hypothesis::ContentCoupling) {
-            fixes.push(Fix::OnePath {
-                order: op::parse_order("order", &sa.local.order)?,
-            });
-        }
-        if pa != pb {
-            varies = Some(Varies::Path {
-                left: l.record.path.clone(),
-                right: r.record.path.clone(),
-            });
-        }
-        if let Some(format) = sa.mx_format {
-            match ranking(right, sb, &r.inputs, b)? {
-                Ok(rk) => {
-                    let list: Vec<String> = rk
-                        .ranking
-                        .iter()
-                        .map(|(h, c)| format!("{h} {c}/{}", rk.ranks.len()))
-                        .collect();
-                    let said = match (rk.verdict(), rk.supported.as_slice()) {
-                        (Some(h), _) => format!("support {h}, the only mechanism that reproduces every rank"),
-                        (None, []) => "support no mechanism of the family".to_string(),
-                        (None, many) => format!(
-                            "cannot tell apart {}",
-                            many.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ")
-                        ),
-                    };
-                    ranking_words = format!(
-                        "the op's bytes on the variant batch (M = {}, every rank's copy) {said} (mxbi op explain's ranking over {} paths: {})",
-                        r.m,
-                        rk.candidates,
-                        list.join(", ")
-                    );
-                    rank_json = json!({
-                        "batch_m": r.m,
-                        "verdict": rk.verdict(),
-                        "supported": rk.supported,
-                        "ranking": rk.ranking,
-                        "candidates": rk.candidates,
-                    });
-                }
-                Err(why) => {
-                    ranking_words = format!("mechanism ranking on the op's bytes: {why}");
-                    rank_json = json!({ "skipped": why });
-                }
-            }
-            let j = agmm::read(sa, &l.inputs)?;
-            let kb = k / crate::gemm::MX_BLOCK;
-            let g = l.record.global_row;
-            mx = Some(MxRow {
-                format,
-                c1: j.c1[g * k..(g + 1) * k].to_vec(),
-                s1: j.s1[g * kb..(g + 1) * kb].to_vec(),
-                c2: j.c2.to_vec(),
-                s2: j.s2.to_vec(),
-            });
-        }
+        let g = agmm_story((sa, &l), (sb, &r, right), b, k)?;
+        (named, hypothesis, fixes, varies, mx) = (g.named, g.hypothesis, g.fixes, g.varies, g.mx);
+        (ranking_said, rank_json) = g.ranking;
     }
     // a cross-rank reduction: the ring position, and one order for all
     let (ca, cb) = (&l.record.computed_on, &r.record.computed_on);
@@ -470,8 +363,8 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
     if !named.is_empty() {
         text.push_str(&format!("  mechanism named: {named}\n"));
     }
-    if !ranking_words.is_empty() {
-        text.push_str(&format!("  {ranking_words}\n"));
+    if !ranking_said.is_empty() {
+        text.push_str(&format!("  {ranking_said}\n"));
     }
     if !same_bytes || !div.nodes.is_empty() {
         for f in &fixes {
@@ -497,8 +390,180 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
         "fixes": fixes.iter().map(|f| json!({"fix": f, "words": f.to_string()})).collect::<Vec<_>>(),
         "explained": held,
     });
-    // the summary: the divergence's first node and mechanism lines, the
-    // mechanism named, the fixes
+    let story = op_summary(&div, &named, (&l, &r), &fixes);
+    Ok(Explained {
+        json,
+        text,
+        held,
+        mx,
+        varies,
+        story,
+    })
+}
+
+/// The provenance listing of a cell's two sides: each side in words, then
+/// whether their bytes and records differ, and the divergence as `mxbi op
+/// check` prints it.
+fn divergence_text(
+    lm: &OpSubject,
+    (l, left): (&Ran, &Side),
+    (r, right): (&Ran, &Side),
+    differ: &[usize],
+    n: usize,
+    div: &OpDivergence,
+) -> String {
+    let mut text = format!("op provenance ({}):\n", lm.name());
+    text.push_str(&format!("  observed {}\n", side_words(l, left)));
+    text.push_str(&format!("  vs       {}\n", side_words(r, right)));
+    let same_bytes = differ.is_empty();
+    if same_bytes && div.nodes.is_empty() {
+        text.push_str("  no divergence: the two copies have the same bytes");
+        if div.latent.is_empty() {
+            text.push_str(" and their records the same computation\n");
+        } else {
+            text.push_str("; their records differ where no value differs on these inputs:\n");
+            for w in &div.latent {
+                text.push_str(&format!("  latent: {w}\n"));
+            }
+        }
+    } else {
+        if same_bytes {
+            text.push_str(
+                "  no divergence in the bytes: the records differ (below), but on these inputs the two copies have the same bytes\n",
+            );
+        } else {
+            text.push_str(&format!("  the copies differ in {} of {n} elements\n", differ.len()));
+        }
+        // the divergence as `mxbi op check` prints it, without its header
+        for line in div.to_string().lines().skip(1) {
+            text.push_str(&format!("  {}\n", line.trim_start()));
+        }
+    }
+    text
+}
+
+/// What an all-gather-matmul cell's two paths say: the mechanism as `mxbi
+/// op explain` names it, its fixes, what varies, the ranking of the
+/// mechanisms on the variant batch's bytes (words and JSON) and, for MX
+/// inputs, the target row as the op reads it.
+struct AgmmStory {
+    named: String,
+    hypothesis: Option<Hypothesis>,
+    fixes: Vec<Fix>,
+    varies: Option<Varies>,
+    ranking: (String, Value),
+    mx: Option<MxRow>,
+}
+
+fn agmm_story(
+    (sa, l): (&agmm::AgmmSpec, &Ran),
+    (sb, r, right): (&agmm::AgmmSpec, &Ran, &Side),
+    b: &[f32],
+    k: usize,
+) -> Result<AgmmStory> {
+    let pa = sa.path_for(l.record.rank, l.record.global_row).1;
+    let pb = sb.path_for(r.record.rank, r.record.global_row).1;
+    // LOCAL first (the relation reads the second as GATHER)
+    let (loc, oth) = if r.record.path == "local" && l.record.path != "local" {
+        (pb, pa)
+    } else {
+        (pa, pb)
+    };
+    let hypothesis = match relation(loc, oth, k) {
+        // one path that re-rounds x1 per shard still couples rows
+        Some(Hypothesis::OnePath) if loc.x1_requant.is_some() => Some(Hypothesis::ContentCoupling),
+        h => h,
+    };
+    let named = match hypothesis {
+        Some(Hypothesis::ContentCoupling) if pa == pb => format!(
+            "content-coupling: both copies take the {} path, which re-rounds x1 with a scale shared by its shard's rows ({})",
+            l.record.path.to_uppercase(),
+            Hypothesis::ContentCoupling.preset()
+        ),
+        Some(Hypothesis::OnePath) if l.record.path == r.record.path => format!(
+            "one-path: both copies take the {} path, one computation",
+            l.record.path.to_uppercase()
+        ),
+        Some(h) => format!("{h} ({}: {})", h.preset(), h.words()),
+        None => "none of mxbi op explain's: the two paths differ in more than one way".into(),
+    };
+    // one path for LOCAL and GATHER rows: the op's LOCAL one
+    let mut fixes = Vec::new();
+    if pa != pb || hypothesis == Some(Hypothesis::ContentCoupling) {
+        fixes.push(Fix::OnePath {
+            order: op::parse_order("order", &sa.local.order)?,
+        });
+    }
+    let varies = (pa != pb).then(|| Varies::Path {
+        left: l.record.path.clone(),
+        right: r.record.path.clone(),
+    });
+    let (mut ranking_said, mut mx) = ((String::new(), Value::Null), None);
+    if let Some(format) = sa.mx_format {
+        ranking_said = ranking_words(ranking(right, sb, &r.inputs, b)?, r.m);
+        let j = agmm::read(sa, &l.inputs)?;
+        let kb = k / crate::gemm::MX_BLOCK;
+        let g = l.record.global_row;
+        mx = Some(MxRow {
+            format,
+            c1: j.c1[g * k..(g + 1) * k].to_vec(),
+            s1: j.s1[g * kb..(g + 1) * kb].to_vec(),
+            c2: j.c2.to_vec(),
+            s2: j.s2.to_vec(),
+        });
+    }
+    Ok(AgmmStory {
+        named,
+        hypothesis,
+        fixes,
+        varies,
+        ranking: ranking_said,
+        mx,
+    })
+}
+
+/// The mechanism ranking on the variant batch (of `m` rows) in words and
+/// as JSON, or why it was skipped.
+fn ranking_words(rk: std::result::Result<Ranking, String>, m: usize) -> (String, Value) {
+    match rk {
+        Ok(rk) => {
+            let list: Vec<String> = rk
+                .ranking
+                .iter()
+                .map(|(h, c)| format!("{h} {c}/{}", rk.ranks.len()))
+                .collect();
+            let said = match (rk.verdict(), rk.supported.as_slice()) {
+                (Some(h), _) => format!("support {h}, the only mechanism that reproduces every rank"),
+                (None, []) => "support no mechanism of the family".to_string(),
+                (None, many) => format!(
+                    "cannot tell apart {}",
+                    many.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            let words = format!(
+                "the op's bytes on the variant batch (M = {m}, every rank's copy) {said} (mxbi op explain's ranking over {} paths: {})",
+                rk.candidates,
+                list.join(", ")
+            );
+            let value = json!({
+                "batch_m": m,
+                "verdict": rk.verdict(),
+                "supported": rk.supported,
+                "ranking": rk.ranking,
+                "candidates": rk.candidates,
+            });
+            (words, value)
+        }
+        Err(why) => (
+            format!("mechanism ranking on the op's bytes: {why}"),
+            json!({ "skipped": why }),
+        ),
+    }
+}
+
+/// The summary a report carries: the divergence's first node and
+/// mechanism lines, the mechanism named, each side in brief, the fixes.
+fn op_summary(div: &OpDivergence, named: &str, (l, r): (&Ran, &Ran), fixes: &[Fix]) -> OpStory {
     let div_words = div.to_string();
     let first_node = div_words
         .lines()
@@ -510,7 +575,7 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
         .map(str::to_string)
         .collect();
     if !named.is_empty() {
-        mechanisms.push(named.clone());
+        mechanisms.push(named.to_string());
     }
     let brief = |x: &Ran| {
         let rec = &x.record;
@@ -526,18 +591,10 @@ fn explain((lm, left): (&OpSubject, &Side), (rm, right): (&OpSubject, &Side), b:
         }
         (w, rec.order.to_string(), x.reproduces, rec.path.to_uppercase())
     };
-    let story = OpStory {
-        sides: [brief(&l), brief(&r)],
+    OpStory {
+        sides: [brief(l), brief(r)],
         first_node,
         mechanisms,
         fixes: fixes.iter().map(|f| f.to_string()).collect(),
-    };
-    Ok(Explained {
-        json,
-        text,
-        held,
-        mx,
-        varies,
-        story,
-    })
+    }
 }
