@@ -1,0 +1,218 @@
+//! Subjects: a Python callable as a subject (the GIL taken per call, a KeyboardInterrupt ending the run) and spec strings through the library's one factory (`mxbi::subjects`).
+
+use mxbi::gemm::{BLayout, Matrix, Problem};
+use mxbi::order::InType;
+use mxbi::subject::spec::RunnerOptions;
+use mxbi::subject::{Knobs, Subject, SubjectError};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::{Arc, Mutex};
+
+use crate::args::err;
+/// A Python callable as a subject: `fn(a, b) -> out` with a `[M, K]` and
+/// b `[K, N]` float32 arrays and out a float32 `[M, N]` array (the Python
+/// half widens narrower outputs exactly before they get here). The whole
+/// batch is computed and the requested rows are selected.
+pub(crate) struct PySubject {
+    pub(crate) func: Py<PyAny>,
+    pub(crate) name: String,
+    /// A `BaseException` that is not an `Exception` (KeyboardInterrupt,
+    /// SystemExit): every later call fails at once and the check re-raises it.
+    pub(crate) abort: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl PySubject {
+    /// Stops the checker at once (it re-raises the exception afterwards).
+    fn broken(&self) -> SubjectError {
+        SubjectError::Broken {
+            subject: self.name.clone(),
+            why: "interrupted".into(),
+        }
+    }
+
+    fn failed(&self, why: impl Into<String>) -> SubjectError {
+        SubjectError::Failed {
+            subject: self.name.clone(),
+            why: why.into(),
+        }
+    }
+}
+
+impl Subject for PySubject {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
+            return Err(SubjectError::Unsupported {
+                subject: self.name.clone(),
+                why: "MX inputs: a Python subject takes float32 arrays".into(),
+            });
+        };
+        if self.abort.lock().map(|g| g.is_some()).unwrap_or(true) {
+            return Err(self.broken());
+        }
+        let (m, n, k) = (p.m, p.n, p.k);
+        let b_kn: std::borrow::Cow<[f32]> = match p.b_layout {
+            BLayout::Kn => b.into(),
+            BLayout::Nk => (0..k * n).map(|i| b[(i % n) * k + i / n]).collect::<Vec<_>>().into(),
+        };
+        let out = Python::attach(|py| -> Result<Vec<f32>, SubjectError> {
+            let call = || -> PyResult<Bound<'_, PyAny>> {
+                let a = PyArray1::from_slice(py, a).reshape([m, k])?;
+                let b = PyArray1::from_slice(py, &b_kn).reshape([k, n])?;
+                self.func.bind(py).call1((a, b))
+            };
+            let out = match call() {
+                Ok(o) => o,
+                Err(e) => {
+                    if !e.is_instance_of::<PyException>(py) {
+                        if let Ok(mut g) = self.abort.lock() {
+                            *g = Some(e);
+                        }
+                        return Err(self.broken());
+                    }
+                    return Err(self.failed(mxbi::message::one_line(&e.to_string())));
+                }
+            };
+            let arr = out.extract::<PyReadonlyArrayDyn<'_, f32>>().map_err(|_| {
+                let ty = out
+                    .get_type()
+                    .name()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|_| "?".into());
+                self.failed(format!("returned {ty}, expected a float32 array of shape ({m}, {n})"))
+            })?;
+            if arr.shape() != [m, n] {
+                let got: Vec<String> = arr.shape().iter().map(|d| d.to_string()).collect();
+                return Err(self.failed(format!(
+                    "returned shape ({}), expected ({m}, {n}): one row per row of a, N = {n} columns",
+                    got.join(", ")
+                )));
+            }
+            Ok(match arr.as_slice() {
+                Ok(s) => s.to_vec(),
+                Err(_) => arr.as_array().iter().copied().collect(),
+            })
+        })?;
+        match rows {
+            None => Ok(out),
+            Some(sel) => {
+                let mut v = Vec::with_capacity(sel.len() * n);
+                for &r in sel {
+                    if r >= m {
+                        return Err(SubjectError::Unsupported {
+                            subject: self.name.clone(),
+                            why: format!("row {r} is out of range (M = {m})"),
+                        });
+                    }
+                    v.extend_from_slice(&out[r * n..(r + 1) * n]);
+                }
+                Ok(v)
+            }
+        }
+    }
+}
+
+pub(crate) struct Parsed {
+    pub(crate) subject: Box<dyn Subject>,
+    pub(crate) input: Option<InType>,
+    pub(crate) boundaries: Vec<usize>,
+    /// A Python subject's abort slot (see [`PySubject`]).
+    pub(crate) abort: Option<Arc<Mutex<Option<PyErr>>>>,
+}
+
+/// What runner subjects (`exec:`, `dump:`) take from the call (the CLI's
+/// `--input`, `--timeout`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RunnerCtx {
+    pub(crate) input: Option<InType>,
+    /// Seconds (None: the default, 120).
+    pub(crate) timeout: Option<f64>,
+}
+
+/// A subject spec string, as the CLI's `--subject`: the library's one
+/// factory (`mxbi::subjects`: model:, dispatch:, op:, exec:, dump: and
+/// the GPU kinds, which need a build with feature `cuda` and say so
+/// otherwise), with `exec:`/`dump:` taking the call's runner options as
+/// `mxbi bi run` does; the CLI's messages.
+pub(crate) fn subject_from_spec(spec: &str, ctx: RunnerCtx) -> PyResult<Parsed> {
+    let runner = RunnerOptions {
+        input: ctx.input,
+        timeout: ctx
+            .timeout
+            .map(|t| mxbi::subject::spec::timeout_secs(t, "timeout"))
+            .transpose()
+            .map_err(err)?,
+        input_flag: "input",
+        ..RunnerOptions::default()
+    };
+    let p = mxbi::subjects::parse(spec, &Knobs::default(), &runner).map_err(err)?;
+    Ok(Parsed {
+        subject: p.subject,
+        input: p.input,
+        boundaries: p.boundaries,
+        abort: None,
+    })
+}
+
+/// A subject: a spec string (see [`subject_from_spec`]) or a callable,
+/// named `name`.
+pub(crate) fn subject(spec: &Bound<'_, PyAny>, name: Option<String>, ctx: RunnerCtx) -> PyResult<Parsed> {
+    if let Ok(s) = spec.cast::<PyString>() {
+        let spec: String = s.extract()?;
+        return subject_from_spec(&spec, ctx);
+    }
+    if !spec.is_callable() {
+        let ty = spec.get_type().name()?.to_string();
+        return Err(err(format!(
+            "subject: expected a callable fn(a, b) -> out or a spec string (model:ORDER or dispatch:FILE), got {ty}"
+        )));
+    }
+    let name = match name {
+        Some(n) => n,
+        None => format!(
+            "python:{}",
+            spec.getattr("__qualname__")
+                .map(|q| q.to_string())
+                .unwrap_or_else(|_| "fn".into())
+        ),
+    };
+    let abort = Arc::new(Mutex::new(None));
+    let s = PySubject {
+        func: spec.clone().unbind(),
+        name,
+        abort: abort.clone(),
+    };
+    Ok(Parsed {
+        subject: Box::new(s),
+        input: None,
+        boundaries: vec![],
+        abort: Some(abort),
+    })
+}
+
+/// The input type named (the CLI's message), else the subject's own, else f32.
+pub(crate) fn in_type(input: Option<&str>, own: Option<InType>) -> PyResult<InType> {
+    match input {
+        Some(t) => InType::from_name(t).ok_or_else(|| {
+            err(format!(
+                "unknown input type '{t}'; expected f32, bf16, f16, e4m3 or e5m2"
+            ))
+        }),
+        None => Ok(own.unwrap_or(InType::F32)),
+    }
+}
+
+/// Re-raises a `BaseException` a Python subject's function raised.
+pub(crate) fn take_abort(p: &Parsed) -> PyResult<()> {
+    if let Some(slot) = &p.abort {
+        if let Some(e) = slot.lock().ok().and_then(|mut g| g.take()) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
