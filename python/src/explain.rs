@@ -3,7 +3,6 @@
 use mxbi::explain::{self, RevealOptions, Revealed};
 use mxbi::order::Order;
 use mxbi::subject::Subject;
-use numpy::PyUntypedArrayMethods;
 use pyo3::prelude::*;
 
 use crate::args::{err, parse};

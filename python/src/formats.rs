@@ -1,7 +1,7 @@
 //! Formats and casts: the element-type table, value tables, `cast` and `decode`.
 
 use mxbi::format::{self, CastPolicy, CastPreset, CodesMut, Format, NanPolicy, Overflow, Rounding, Stochastic};
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use crate::args::{array, contiguous, err, parse, parse_opt, Codes, Floats};

@@ -2,7 +2,6 @@
 
 use mxbi::bi::{self, Report};
 use mxbi::subject::{Knobs, Subject};
-use numpy::PyArrayMethods;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 

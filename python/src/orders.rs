@@ -2,7 +2,6 @@
 
 use mxbi::bi::{self};
 use mxbi::order::{Order, Tree};
-use numpy::{PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
