@@ -875,3 +875,17 @@ fn a_carry_ripples_past_three_full_limbs() {
     want.add(false, 1, limb(7)).unwrap();
     assert_eq!(s, want);
 }
+
+/// A NaN factor makes the product NaN whatever the other factor is (a
+/// mutation deleting the NaN arm of `ExactSum::add_product` lived,
+/// docs/TESTING.md): NaN x 0 and NaN x Inf are NaN, not zero or infinite.
+#[test]
+fn a_nan_factor_makes_the_exact_sum_nan() {
+    for other in [0.0f32, -0.0, 1.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+        for (a, b) in [(f32::NAN, other), (other, f32::NAN)] {
+            let mut s = ExactSum::new();
+            s.add_product_f32(a, b).unwrap();
+            assert!(matches!(s.value(), Input::Nan { .. }), "{a} x {b}: {:?}", s.value());
+        }
+    }
+}
