@@ -28,9 +28,9 @@ pub struct MxArrays<'a> {
 
 impl<'a> Problem<'a> {
     /// A problem of plain f32 operands (see the module doc for the shapes).
-    pub fn from_arrays(
-        a: ArrayView2<'a, f32>,
-        b: ArrayView2<'a, f32>,
+    pub fn from_arrays<'x: 'a, 'y: 'a>(
+        a: ArrayView2<'x, f32>,
+        b: ArrayView2<'y, f32>,
         b_layout: BLayout,
     ) -> Result<Problem<'a>, GemmError> {
         let (m, n, k) = dims(a.dim(), b.dim(), b_layout)?;
@@ -45,7 +45,11 @@ impl<'a> Problem<'a> {
     }
 
     /// A problem of MX operands (see the module doc for the shapes).
-    pub fn from_mx_arrays(a: MxArrays<'a>, b: MxArrays<'a>, b_layout: BLayout) -> Result<Problem<'a>, GemmError> {
+    pub fn from_mx_arrays<'x: 'a, 'y: 'a>(
+        a: MxArrays<'x>,
+        b: MxArrays<'y>,
+        b_layout: BLayout,
+    ) -> Result<Problem<'a>, GemmError> {
         let (m, n, k) = dims(a.codes.dim(), b.codes.dim(), b_layout)?;
         if !k.is_multiple_of(MX_BLOCK) {
             return Err(GemmError::Shape(format!(
@@ -66,16 +70,9 @@ impl<'a> Problem<'a> {
                 )));
             }
         }
-        let matrix = |what: &str, x: MxArrays<'a>| -> Result<Matrix<'a>, GemmError> {
-            Ok(Matrix::Mx {
-                codes: slice(&format!("{what} codes"), x.codes)?,
-                scales: slice(&format!("{what} scales"), x.scales)?,
-                format: x.format,
-            })
-        };
         Ok(Problem {
-            a: matrix("A", a)?,
-            b: matrix("B", b)?,
+            a: mx_matrix("A", a)?,
+            b: mx_matrix("B", b)?,
             m,
             n,
             k,
@@ -111,6 +108,14 @@ fn dims(a: (usize, usize), b: (usize, usize), layout: BLayout) -> Result<(usize,
         )));
     }
     Ok((m, n, k))
+}
+
+fn mx_matrix<'a>(what: &str, x: MxArrays<'a>) -> Result<Matrix<'a>, GemmError> {
+    Ok(Matrix::Mx {
+        codes: slice(&format!("{what} codes"), x.codes)?,
+        scales: slice(&format!("{what} scales"), x.scales)?,
+        format: x.format,
+    })
 }
 
 fn slice<'a, T>(what: &str, x: ArrayView2<'a, T>) -> Result<&'a [T], GemmError> {
