@@ -5,6 +5,7 @@
 //! 1.0: worst error exactly one bf16 step, the scoped atol between it and
 //! eps, the cancellation case labelled).
 
+use approx::{assert_abs_diff_eq, assert_relative_eq};
 use mxbi::accuracy::golden::{self, round_to, Bound, ExactSum};
 use mxbi::accuracy::metrics::{metrics, relative_error};
 use mxbi::accuracy::scoped::{round_above, scoped, Proposal, Sample};
@@ -101,7 +102,7 @@ fn each_standard_passes_and_fails() {
     );
     let v = ev(Standard::Atk, DType::BF16, &off, Some(&same)).unwrap();
     assert_eq!(v.status, Status::Fail);
-    assert!((v.ratios.unwrap().max_re - 32.0).abs() < 1e-5);
+    assert_abs_diff_eq!(v.ratios.unwrap().max_re, 32.0, epsilon = 1e-5);
     // ... unless the benchmark is as bad (the graded L0 ratios; atk also bounds |EB|)
     assert_eq!(
         ev(Standard::AtkLevel(0), DType::BF16, &off, Some(&off)).unwrap().status,
@@ -463,8 +464,9 @@ fn the_rms_norm_golden_states_its_bound() {
     let g = golden::rms_norm(&x, 2, &[1.0, 2.0], 0.0).unwrap();
     // rms = sqrt(25/2); y = [3, 8] / sqrt(12.5)
     let r = 1.0 / 12.5f64.sqrt();
-    assert!((g.values[0] - 3.0 * r).abs() <= golden::RMS_NORM_REL * 3.0 * r);
-    assert!((g.values[1] - 8.0 * r).abs() <= golden::RMS_NORM_REL * 8.0 * r);
+    let rel = golden::RMS_NORM_REL;
+    assert_relative_eq!(g.values[0], 3.0 * r, epsilon = 0.0, max_relative = rel);
+    assert_relative_eq!(g.values[1], 8.0 * r, epsilon = 0.0, max_relative = rel);
     assert_eq!(
         g.bound,
         Bound::Relative {

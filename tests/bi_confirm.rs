@@ -81,7 +81,7 @@ fn a_flaky_subject_is_non_det_never_bi_fail() {
     for c in r.cells.iter().filter(|c| c.verdict == Verdict::NonDet) {
         let rate = c.nondet_rate.as_ref().expect("every NON_DET cell has its rate");
         assert!(rate.differed >= 1 && rate.differed <= rate.reruns, "{}: {rate:?}", c.id);
-        assert!((rate.rate - rate.differed as f64 / rate.reruns as f64).abs() < 1e-12);
+        approx::assert_abs_diff_eq!(rate.rate, rate.differed as f64 / rate.reruns as f64, epsilon = 1e-12);
         assert!(c.reason.as_deref().unwrap().contains("re-runs differed"), "{}", c.id);
     }
     // NON_DET is exit 0 unless --strict (then 1), as documented

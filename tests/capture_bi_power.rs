@@ -160,7 +160,11 @@ fn replay(dir: &Path) -> Result<(), String> {
         // the power the report gave, recomputed (bf16: the narrowest format
         // the bytes allow, and the weakest)
         let p = power::measure(&a, &r.b, k, n, InType::Bf16, &[Some(Format::BF16)], 1);
-        if (p.value - cell["power"]["value"].as_f64().unwrap_or(-1.0)).abs() > 1e-12 {
+        if approx::abs_diff_ne!(
+            p.value,
+            cell["power"]["value"].as_f64().unwrap_or(-1.0),
+            epsilon = 1e-12
+        ) {
             return Err(format!("{name}: power {} vs the report's {}", p.value, cell["power"]));
         }
     }

@@ -5,8 +5,10 @@
 mod common;
 
 use mxbi::format::{encode_f32, CastPreset, Format};
+use mxbi::gemm::{gemm_generic, BLayout, Problem};
 use mxbi::io::{self, DType, TensorData};
 use mxbi::mx::{self, AxisLayout, MxFormat, MxPreset};
+use ndarray::{Array2, ArrayView2, Axis, Ix2};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -453,17 +455,15 @@ fn gemm_order_and_trace_commands() {
         "--out",
         s(&pc),
     ]));
-    let c = io::load_tensor(&pc, None).unwrap().as_f32().unwrap().into_owned();
-    let p = mxbi::gemm::Problem {
-        a: mxbi::gemm::Matrix::F32(&a),
-        b: mxbi::gemm::Matrix::F32(&b),
-        m,
-        n,
-        k,
-        b_layout: mxbi::gemm::BLayout::Kn,
-    };
-    let want = mxbi::gemm::gemm_generic(&order.parse().unwrap(), &p, None).unwrap();
-    assert_eq!(c, want);
+    let c = io::load_tensor(&pc, None).unwrap();
+    let (av, bv) = (
+        ArrayView2::from_shape((m, k), &a).unwrap(),
+        ArrayView2::from_shape((k, n), &b).unwrap(),
+    );
+    let p = Problem::from_arrays(av, bv, BLayout::Kn).unwrap();
+    let want = gemm_generic(&order.parse().unwrap(), &p, None).unwrap();
+    let want = Array2::from_shape_vec((m, n), want).unwrap();
+    assert_eq!(c.view::<f32, Ix2>().unwrap(), want);
     // row-only
     ok(&run(&[
         "gemm",
@@ -479,8 +479,7 @@ fn gemm_order_and_trace_commands() {
         s(&pc),
     ]));
     let r = io::load_tensor(&pc, None).unwrap();
-    assert_eq!(r.shape(), &[2, n]);
-    assert_eq!(r.as_f32().unwrap()[..n], want[3 * n..4 * n]);
+    assert_eq!(r.view::<f32, Ix2>().unwrap(), want.select(Axis(0), &[3, 1]));
     // order and trace
     let o = run(&["order", "hopper-bf16", "--k", "64"]);
     ok(&o);

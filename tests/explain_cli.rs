@@ -4,10 +4,11 @@
 mod common;
 
 use common::TempDir;
-use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::gemm::{gemm_array, BLayout, Problem};
 use mxbi::io::{load_tensor, write_tensor, TensorData};
 use mxbi::order::Order;
 use mxbi::rng::SplitMix64;
+use ndarray::{Array2, ArrayView2};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -19,43 +20,38 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn random(n: usize, seed: u64) -> Vec<f32> {
+fn random(shape: (usize, usize), seed: u64) -> Array2<f32> {
     let mut r = SplitMix64::new(seed);
-    (0..n)
+    let v = (0..shape.0 * shape.1)
         .map(|_| {
             let e = r.range_i64(-5, 5) as i32;
             let m = 1.0 + (r.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
             m * 2f32.powi(e) * if r.next_u32() & 1 == 1 { -1.0 } else { 1.0 }
         })
-        .collect()
+        .collect();
+    Array2::from_shape_vec(shape, v).unwrap()
 }
 
-fn save(p: &Path, shape: Vec<usize>, v: &[f32]) {
-    write_tensor(p, "data", &TensorData::from_slice(shape, v).unwrap()).unwrap();
+fn save(p: &Path, a: &Array2<f32>) {
+    write_tensor(p, "data", &TensorData::from_array(a)).unwrap();
 }
 
-fn c_of(order: &str, a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    let p = Problem {
-        a: Matrix::F32(a),
-        b: Matrix::F32(b),
-        m,
-        n,
-        k,
-        b_layout: BLayout::Kn,
-    };
-    gemm(&order.parse::<Order>().unwrap(), &p, None).unwrap()
+/// C = A x B under `order`, A [M, K], B [K, N].
+fn c_of(order: &str, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
+    let p = Problem::from_arrays(a, b, BLayout::Kn).unwrap();
+    gemm_array(&order.parse::<Order>().unwrap(), &p, None).unwrap()
 }
 
 #[test]
 fn explain_names_orders_and_their_divergence() {
     let t = TempDir::new("explain-cli");
     let (m, k, n) = (2, 1024, 32);
-    let a = random(m * k, 1);
-    let b = random(k * n, 2);
-    save(&t.join("a.npy"), vec![m, k], &a);
-    save(&t.join("b.npy"), vec![k, n], &b);
-    save(&t.join("c1.npy"), vec![m, n], &c_of("fma", &a, &b, m, k, n));
-    save(&t.join("c2.npy"), vec![m, n], &c_of("fma;split=4", &a, &b, m, k, n));
+    let a = random((m, k), 1);
+    let b = random((k, n), 2);
+    save(&t.join("a.npy"), &a);
+    save(&t.join("b.npy"), &b);
+    save(&t.join("c1.npy"), &c_of("fma", a.view(), b.view()));
+    save(&t.join("c2.npy"), &c_of("fma;split=4", a.view(), b.view()));
     let p = |f: &str| t.join(f).display().to_string();
     let o = mxbi(&[
         "explain",
@@ -123,9 +119,9 @@ fn explain_names_orders_and_their_divergence() {
     let s = stdout(&o);
     assert!(s.contains("exactness over") && s.contains("differs:"), "{s}");
     // a row no order reproduces: exit 1, the closest named
-    let mut c = c_of("fma", &a, &b, m, k, n);
-    c[3] = f32::from_bits(c[3].to_bits() ^ 4);
-    save(&t.join("c3.npy"), vec![m, n], &c);
+    let mut c = c_of("fma", a.view(), b.view());
+    c[(0, 3)] = f32::from_bits(c[(0, 3)].to_bits() ^ 4);
+    save(&t.join("c3.npy"), &c);
     let o = mxbi(&[
         "explain",
         "--a",
@@ -214,9 +210,10 @@ fn answer(dir: &Path, order: &str) -> usize {
         }
         let a = load_tensor(d.join("a.npy"), None).unwrap();
         let b = load_tensor(d.join("b.npy"), None).unwrap();
-        let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-        let c = c_of(order, &a.as_f32().unwrap(), &b.as_f32().unwrap(), m, k, n);
-        save(&d.join("out.npy"), vec![m, n], &c);
+        save(
+            &d.join("out.npy"),
+            &c_of(order, a.view().unwrap().view(), b.view().unwrap().view()),
+        );
         done += 1;
     }
     done

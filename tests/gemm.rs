@@ -2,9 +2,11 @@
 //! and thread-count determinism. (Bit-exactness of every family against the
 //! independent Python reference is in tests/orders_reference.rs.)
 
+use approx::assert_relative_eq;
 use mxbi::gemm::{gemm_generic, trace, BLayout, GemmError, Matrix, Problem};
 use mxbi::mx::MxFormat;
 use mxbi::order::Order;
+use ndarray::{Array2, ArrayView2, Axis};
 
 fn rand_vals(n: usize, seed: u64, spread: u32) -> Vec<f32> {
     let mut s = seed | 1;
@@ -40,27 +42,22 @@ fn fma_muladd_and_split_equal_hand_loops() {
     let a = rand_vals(m * k, 1, 30);
     let b = rand_vals(k * n, 2, 30);
     let p = prob(&a, &b, m, n, k);
-    let fma = run("fma", &p);
-    let muladd = run("muladd", &p);
-    let split = run("fma;split=2;reduce=serial", &p);
-    for i in 0..m {
-        for j in 0..n {
-            let (mut f, mut ma) = (0f32, 0f32);
-            for kk in 0..k {
-                f = a[i * k + kk].mul_add(b[kk * n + j], f);
-                ma += a[i * k + kk] * b[kk * n + j];
-            }
-            assert_eq!(fma[i * n + j].to_bits(), f.to_bits());
-            assert_eq!(muladd[i * n + j].to_bits(), ma.to_bits());
-            let (mut p0, mut p1) = (0f32, 0f32);
-            for kk in 0..39 {
-                p0 = a[i * k + kk].mul_add(b[kk * n + j], p0);
-            }
-            for kk in 39..k {
-                p1 = a[i * k + kk].mul_add(b[kk * n + j], p1);
-            }
-            assert_eq!(split[i * n + j].to_bits(), (p0 + p1).to_bits());
-        }
+    let c = |order| Array2::from_shape_vec((m, n), run(order, &p)).unwrap();
+    let (fma, muladd, split) = (c("fma"), c("muladd"), c("fma;split=2;reduce=serial"));
+    let (a, b) = (
+        ArrayView2::from_shape((m, k), &a).unwrap(),
+        ArrayView2::from_shape((k, n), &b).unwrap(),
+    );
+    // the products of row i of A and column j of B over k in `ks`, in k order
+    let terms = |i, j, ks: std::ops::Range<usize>| ks.map(move |kk| (a[(i, kk)], b[(kk, j)]));
+    for ((i, j), fma) in fma.indexed_iter() {
+        let f = terms(i, j, 0..k).fold(0f32, |acc, (x, y)| x.mul_add(y, acc));
+        let ma = terms(i, j, 0..k).fold(0f32, |acc, (x, y)| acc + x * y);
+        assert_eq!(fma.to_bits(), f.to_bits());
+        assert_eq!(muladd[(i, j)].to_bits(), ma.to_bits());
+        let p0 = terms(i, j, 0..39).fold(0f32, |acc, (x, y)| x.mul_add(y, acc));
+        let p1 = terms(i, j, 39..k).fold(0f32, |acc, (x, y)| x.mul_add(y, acc));
+        assert_eq!(split[(i, j)].to_bits(), (p0 + p1).to_bits());
     }
 }
 
@@ -86,25 +83,16 @@ fn orders_that_differ_give_different_bytes_somewhere() {
 fn nk_layout_equals_kn() {
     let (m, n, k) = (2, 3, 40);
     let a = rand_vals(m * k, 5, 10);
-    let b = rand_vals(k * n, 6, 10);
-    let mut bt = vec![0f32; k * n];
-    for kk in 0..k {
-        for j in 0..n {
-            bt[j * k + kk] = b[kk * n + j];
-        }
-    }
+    let b = Array2::from_shape_vec((k, n), rand_vals(k * n, 6, 10)).unwrap();
+    let bt = b.t().as_standard_layout().into_owned();
+    let a = ArrayView2::from_shape((m, k), &a).unwrap();
     let o: Order = "fma;split=3;reduce=pairwise".parse().unwrap();
-    let kn = gemm_generic(&o, &prob(&a, &b, m, n, k), None).unwrap();
-    let nk = gemm_generic(
-        &o,
-        &Problem {
-            b_layout: BLayout::Nk,
-            ..prob(&a, &bt, m, n, k)
-        },
-        None,
-    )
-    .unwrap();
-    assert_eq!(kn, nk);
+    let kn = Problem::from_arrays(a, b.view(), BLayout::Kn).unwrap();
+    let nk = Problem::from_arrays(a, bt.view(), BLayout::Nk).unwrap();
+    assert_eq!(
+        gemm_generic(&o, &kn, None).unwrap(),
+        gemm_generic(&o, &nk, None).unwrap()
+    );
 }
 
 #[test]
@@ -213,7 +201,8 @@ fn mx_block_terms_are_exact_dots() {
         got.to_bits(),
         mxbi::gemm::step::round_exact(exact, 23, mxbi::gemm::step::Round::Rne).to_bits()
     );
-    assert!((got as f64 - d.to_f64()).abs() <= d.to_f64().abs() * 2f64.powi(-24));
+    // within half an f32 ulp of the exact dot (no absolute slack)
+    assert_relative_eq!(got as f64, d.to_f64(), epsilon = 0.0, max_relative = 2f64.powi(-24));
     // dequant with fma: a chain over dequantized values
     let deq = gemm_generic(&"fma".parse().unwrap(), &p, None).unwrap()[0];
     let mut acc = 0f32;
@@ -241,9 +230,11 @@ fn generic_results_do_not_depend_on_thread_count() {
         // row-only mode equals those rows of the full result
         let rows = [3usize, 0, 15];
         let sel = gemm_generic(&order, &p, Some(&rows)).unwrap();
-        for (r, &i) in rows.iter().enumerate() {
-            assert_eq!(sel[r * n..(r + 1) * n], r1[i * n..(i + 1) * n]);
-        }
+        let full = ArrayView2::from_shape((m, n), &r1).unwrap();
+        assert_eq!(
+            ArrayView2::from_shape((rows.len(), n), &sel).unwrap(),
+            full.select(Axis(0), &rows)
+        );
     }
 }
 

@@ -10,10 +10,11 @@ mod common;
 use common::reveal_runner::pending_jobs;
 use common::TempDir;
 use mxbi::explain::{self, RevealError, RevealOptions};
-use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::gemm::{gemm_array, BLayout, Matrix, Problem};
 use mxbi::io::{load_tensor, write_tensor, TensorData};
 use mxbi::order::{InType, Order};
 use mxbi::subject::{Subject, SubjectError};
+use ndarray::{Array2, ArrayView2, Axis};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -52,32 +53,22 @@ struct DataDependent {
 }
 
 impl DataDependent {
-    /// C for f32 operands a [M, K], b [K, N].
-    fn c(&self, a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-        let p = Problem {
-            a: Matrix::F32(a),
-            b: Matrix::F32(b),
-            m,
-            n,
-            k,
-            b_layout: BLayout::Kn,
-        };
-        let s = gemm(&self.small, &p, None).unwrap();
-        let l = gemm(&self.large, &p, None).unwrap();
-        (0..m * n)
-            .map(|e| {
-                let (i, j) = (e / n, e % n);
-                let large = match self.rule {
-                    Rule::RowMagnitude(t) => a[i * k..(i + 1) * k].iter().map(|x| x.abs() as f64).sum::<f64>() > t,
-                    Rule::ZeroInColumn => (0..k).any(|x| b[x * n + j] == 0.0),
-                };
-                if large {
-                    l[e]
-                } else {
-                    s[e]
-                }
-            })
-            .collect()
+    /// C for f32 operands A [M, K], B [K, N].
+    fn c(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
+        let p = Problem::from_arrays(a, b, BLayout::Kn).unwrap();
+        let s = gemm_array(&self.small, &p, None).unwrap();
+        let l = gemm_array(&self.large, &p, None).unwrap();
+        Array2::from_shape_fn(s.dim(), |(i, j)| {
+            let large = match self.rule {
+                Rule::RowMagnitude(t) => a.row(i).iter().map(|x| x.abs() as f64).sum::<f64>() > t,
+                Rule::ZeroInColumn => b.column(j).iter().any(|&x| x == 0.0),
+            };
+            if large {
+                l[(i, j)]
+            } else {
+                s[(i, j)]
+            }
+        })
     }
 }
 
@@ -86,13 +77,15 @@ impl Subject for DataDependent {
         "data-dependent".into()
     }
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
-        let (Matrix::F32(a), Matrix::F32(b)) = (&p.a, &p.b) else {
+        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
             unreachable!("reveal of f32 inputs passes f32 operands")
         };
-        let c = self.c(a, b, p.m, p.k, p.n);
+        let a = ArrayView2::from_shape((p.m, p.k), a).unwrap();
+        let b = ArrayView2::from_shape((p.k, p.n), b).unwrap();
+        let c = self.c(a, b);
         Ok(match rows {
-            None => c,
-            Some(r) => r.iter().flat_map(|&i| c[i * p.n..(i + 1) * p.n].to_vec()).collect(),
+            None => c.into_iter().collect(),
+            Some(r) => c.select(Axis(0), r).into_iter().collect(),
         })
     }
 }
@@ -180,10 +173,8 @@ fn answer(dir: &Path, s: &DataDependent) -> usize {
     for job in &jobs {
         let a = load_tensor(job.join("a.npy"), None).unwrap();
         let b = load_tensor(job.join("b.npy"), None).unwrap();
-        let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-        let c = s.c(&a.as_f32().unwrap(), &b.as_f32().unwrap(), m, k, n);
-        let t = TensorData::from_slice(vec![m, n], &c).unwrap();
-        write_tensor(job.join("out.npy"), "data", &t).unwrap();
+        let c = s.c(a.view().unwrap().view(), b.view().unwrap().view());
+        write_tensor(job.join("out.npy"), "data", &TensorData::from_array(&c)).unwrap();
     }
     jobs.len()
 }

@@ -679,7 +679,8 @@ mod tests {
         let v = evaluate(&Standard::Single, &case).unwrap();
         let t = SINGLE_T.values.f32.unwrap();
         assert!(v.actual.avg_re < t, "the AvgRE check is not what decides: {v:?}");
-        assert!((v.actual.max_re / max_re - 1.0).abs() < 1e-9, "{v:?}");
+        let close = approx::relative_eq!(v.actual.max_re, max_re, epsilon = 0.0, max_relative = 1e-9);
+        assert!(close, "MaxRE {} vs {max_re}: {v:?}", v.actual.max_re);
         v.status
     }
 

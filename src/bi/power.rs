@@ -244,7 +244,7 @@ mod tests {
         let out = vec![Some(vec![1.0f32]), Some(vec![1.0]), Some(vec![2.0]), None];
         let p = power_of(&out, None);
         assert_eq!((p.orders, p.pairs_agreeing), (3, 1));
-        assert!((p.value - 2.0 / 3.0).abs() < 1e-12);
+        approx::assert_abs_diff_eq!(p.value, 2.0 / 3.0, epsilon = 1e-12);
         // 1 and 1 + 2^-20 agree in bf16
         let out = vec![Some(vec![1.0f32]), Some(vec![1.0 + 2f32.powi(-20)])];
         assert_eq!(power_of(&out, None).value, 1.0);

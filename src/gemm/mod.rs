@@ -8,6 +8,7 @@
 //! for bit. Rows are computed in parallel; results do not depend on the
 //! thread count.
 
+pub mod arrays;
 pub mod eval;
 pub mod fast;
 pub mod mma_step;
@@ -17,6 +18,8 @@ use crate::format::{encode_f32, CastPolicy, Format};
 use crate::mx::MxFormat;
 use crate::order::{Family, InType, MxScale, Order};
 use rayon::prelude::*;
+
+pub use arrays::{gemm_array, MxArrays};
 
 /// One operand.
 #[derive(Clone, Copy, Debug)]

@@ -11,6 +11,9 @@
 //!   data is aligned (and the host is little-endian) and copy otherwise.
 //!   As with any mmap, the file must not be modified or truncated while
 //!   tensors read from it are alive.
+//! * A tensor reads as an `ndarray` array of its shape
+//!   ([`TensorData::view`], [`TensorData::to_array`]) and an array writes
+//!   as a tensor ([`TensorData::from_array`]); see [`array`].
 //! * Readers never panic on any input bytes: malformed, truncated, overflowing
 //!   or unsupported files produce an [`IoError`] whose message is one line
 //!   starting with the path.
@@ -22,6 +25,7 @@
 //! * [`load_tensor`] dispatches on the extension (`.npy`, `.safetensors`),
 //!   falling back to sniffing the content for other extensions.
 
+pub mod array;
 pub mod dtype;
 pub mod error;
 pub mod npy;
@@ -41,7 +45,7 @@ pub use self::npy::{
     npy_header_bytes, read_npy, read_npy_bytes, read_npy_header, write_npy, write_npy_tensor, NpyHeader, NpyWriter,
 };
 pub use self::safetensors::{write_safetensors, write_safetensors_tensors, RawTensor, SafetensorsFile};
-pub use self::tensor::{Bytes, Element, TensorData};
+pub use self::tensor::{Bytes, Element, TensorData, Widen};
 
 /// Description of one tensor in a file, without loading it.
 #[derive(Debug, Clone, PartialEq, Eq)]

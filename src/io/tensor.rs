@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use half::{bf16, f16};
 use memmap2::Mmap;
+use num_traits::AsPrimitive;
 
 use super::dtype::DType;
 use super::error::{IoError, Result};
@@ -331,33 +332,67 @@ impl TensorData {
     /// FP8, U8, U16, I8; F64 and large I32/I64 values are rounded as by `as`.
     /// FP8 is decoded per OCP (E4M3 "FN": no infinities; E5M2 IEEE-like).
     pub fn to_f32_vec(&self) -> Vec<f32> {
-        let b = self.bytes();
-        match self.dtype {
-            DType::F32 => view_le::<f32>(b).into_owned(),
-            DType::F64 => view_le::<f64>(b).iter().map(|&x| x as f32).collect(),
-            DType::F16 => view_le::<f16>(b).iter().map(|x| x.to_f32()).collect(),
-            DType::BF16 => view_le::<bf16>(b).iter().map(|x| x.to_f32()).collect(),
-            DType::U8 => b.iter().map(|&x| x as f32).collect(),
-            DType::I8 => b.iter().map(|&x| x as i8 as f32).collect(),
-            DType::U16 => view_le::<u16>(b).iter().map(|&x| x as f32).collect(),
-            DType::I32 => view_le::<i32>(b).iter().map(|&x| x as f32).collect(),
-            DType::I64 => view_le::<i64>(b).iter().map(|&x| x as f32).collect(),
-            DType::F8E4M3 | DType::F8E5M2 => {
-                let f = self.dtype.format().expect("FP8 storage types have an element format");
-                b.iter().map(|&x| f.decode_f32(x as u16)).collect()
-            }
-        }
+        Widen::widen(self)
     }
 
     /// Convert every element to `f64` (allocates). Exact for every dtype
     /// except I64 values beyond 2^53.
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        let b = self.bytes();
-        match self.dtype {
-            DType::F64 => view_le::<f64>(b).into_owned(),
-            DType::I64 => view_le::<i64>(b).iter().map(|&x| x as f64).collect(),
-            DType::I32 => view_le::<i32>(b).iter().map(|&x| x as f64).collect(),
-            _ => self.to_f32_vec().into_iter().map(f64::from).collect(),
+        Widen::widen(self)
+    }
+}
+
+/// The float types every stored dtype widens to (`f32`, `f64`); see
+/// [`TensorData::to_array`]. Sealed.
+pub trait Widen: Element {
+    /// Every element of `t` converted to `Self` as by `as`.
+    #[doc(hidden)]
+    fn widen(t: &TensorData) -> Vec<Self>;
+}
+
+impl Widen for f32 {
+    fn widen(t: &TensorData) -> Vec<f32> {
+        widen_as(t)
+    }
+}
+
+impl Widen for f64 {
+    fn widen(t: &TensorData) -> Vec<f64> {
+        widen_as(t)
+    }
+}
+
+/// Every element converted to `F` with one `as` from its stored type
+/// (num-traits' [`AsPrimitive`]), so exact wherever `F` holds the value;
+/// f16, bf16 and FP8 through their exact f32 value.
+fn widen_as<F>(t: &TensorData) -> Vec<F>
+where
+    F: Copy + 'static,
+    f32: AsPrimitive<F>,
+    f64: AsPrimitive<F>,
+    u8: AsPrimitive<F>,
+    i8: AsPrimitive<F>,
+    u16: AsPrimitive<F>,
+    i32: AsPrimitive<F>,
+    i64: AsPrimitive<F>,
+{
+    fn cast<T: Element + AsPrimitive<F>, F: Copy + 'static>(b: &[u8]) -> Vec<F> {
+        view_le::<T>(b).iter().map(|x| x.as_()).collect()
+    }
+    let b = t.bytes();
+    match t.dtype {
+        DType::F32 => cast::<f32, F>(b),
+        DType::F64 => cast::<f64, F>(b),
+        DType::F16 => view_le::<f16>(b).iter().map(|x| x.to_f32().as_()).collect(),
+        DType::BF16 => view_le::<bf16>(b).iter().map(|x| x.to_f32().as_()).collect(),
+        DType::U8 => cast::<u8, F>(b),
+        DType::I8 => cast::<i8, F>(b),
+        DType::U16 => cast::<u16, F>(b),
+        DType::I32 => cast::<i32, F>(b),
+        DType::I64 => cast::<i64, F>(b),
+        DType::F8E4M3 | DType::F8E5M2 => {
+            let f = t.dtype.format().expect("FP8 storage types have an element format");
+            b.iter().map(|&x| f.decode_f32(x as u16).as_()).collect()
         }
     }
 }

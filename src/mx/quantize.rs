@@ -773,7 +773,11 @@ mod tests {
         for (v, c) in x.iter().zip(&c) {
             let exact = *v as f64 * 2f64.powi(127);
             let back = Format::E4M3.decode_f64(*c as u16);
-            assert!((back - exact).abs() <= 2f64.powi(-9) / 2.0 + 1e-300, "{v:e} {c:#x}");
+            let half_ulp = 2f64.powi(-9) / 2.0 + 1e-300;
+            assert!(
+                approx::abs_diff_eq!(back, exact, epsilon = half_ulp),
+                "{v:e} {c:#x}: {back:e} vs {exact:e}"
+            );
         }
     }
 

@@ -5,10 +5,11 @@
 //! [K, N] and the E8M0 scales `a_scales.npy` [M, K/32], `b_scales.npy`
 //! [K/32, N]), and writing `out.npy` [M, N] as f32.
 
-use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
-use mxbi::io::{load_tensor, write_tensor, TensorData};
+use mxbi::gemm::{gemm_array, BLayout, MxArrays, Problem};
+use mxbi::io::{load_tensor, write_tensor, Element, TensorData};
 use mxbi::mx::MxFormat;
 use mxbi::order::Order;
+use ndarray::{Array2, CowArray, Ix2};
 use std::path::Path;
 
 /// The MX format a folder's manifest names (None: f32 values).
@@ -29,49 +30,30 @@ pub fn pending_jobs(dir: &Path) -> Vec<std::path::PathBuf> {
     jobs
 }
 
-/// C = A x B of one job folder under `order` (row-major [M, N]).
-pub fn run_job(job: &Path, format: Option<MxFormat>, order: &Order) -> (Vec<f32>, usize, usize) {
-    let load = |name: &str| load_tensor(job.join(name), None).unwrap_or_else(|e| panic!("{}: {e}", job.display()));
+/// C = A x B of one job folder under `order`, `[M, N]`.
+pub fn run_job(job: &Path, format: Option<MxFormat>, order: &Order) -> Array2<f32> {
+    let fail = |e: &dyn std::fmt::Display| -> ! { panic!("{}: {e}", job.display()) };
+    let load = |name: &str| load_tensor(job.join(name), None).unwrap_or_else(|e| fail(&e));
     let (a, b) = (load("a.npy"), load("b.npy"));
-    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-    assert_eq!(b.shape()[0], k, "{}: B is [K, N]", job.display());
     let c = match format {
         None => {
-            let (av, bv) = (a.as_f32().unwrap(), b.as_f32().unwrap());
-            let p = Problem {
-                a: Matrix::F32(&av),
-                b: Matrix::F32(&bv),
-                m,
-                n,
-                k,
-                b_layout: BLayout::Kn,
-            };
-            gemm(order, &p, None).unwrap()
+            let (a, b) = (matrix(job, &a), matrix(job, &b));
+            Problem::from_arrays(a.view(), b.view(), BLayout::Kn).and_then(|p| gemm_array(order, &p, None))
         }
-        Some(f) => {
+        Some(format) => {
             let (sa, sb) = (load("a_scales.npy"), load("b_scales.npy"));
-            assert_eq!(sa.shape(), [m, k / 32], "{}: A scales", job.display());
-            assert_eq!(sb.shape(), [k / 32, n], "{}: B scales", job.display());
-            let p = Problem {
-                a: Matrix::Mx {
-                    codes: a.as_bits8().unwrap(),
-                    scales: sa.as_bits8().unwrap(),
-                    format: f,
-                },
-                b: Matrix::Mx {
-                    codes: b.as_bits8().unwrap(),
-                    scales: sb.as_bits8().unwrap(),
-                    format: f,
-                },
-                m,
-                n,
-                k,
-                b_layout: BLayout::Kn,
-            };
-            gemm(order, &p, None).unwrap_or_else(|e| panic!("{}: {e}", job.display()))
+            let (ca, sa, cb, sb) = (matrix(job, &a), matrix(job, &sa), matrix(job, &b), matrix(job, &sb));
+            let mx = |codes, scales| MxArrays { codes, scales, format };
+            Problem::from_mx_arrays(mx(ca.view(), sa.view()), mx(cb.view(), sb.view()), BLayout::Kn)
+                .and_then(|p| gemm_array(order, &p, None))
         }
     };
-    (c, m, n)
+    c.unwrap_or_else(|e| fail(&e))
+}
+
+/// A job file's tensor as a matrix of `T`.
+fn matrix<'t, T: Element>(job: &Path, t: &'t TensorData) -> CowArray<'t, T, Ix2> {
+    t.view().unwrap_or_else(|e| panic!("{}: {e}", job.display()))
 }
 
 /// Answers every pending job of `dir` with `order`, passing each output
@@ -82,10 +64,12 @@ pub fn answer_with(dir: &Path, order: &str, mut edit: impl FnMut(&str, &mut [f32
     let format = folder_format(dir);
     let jobs = pending_jobs(dir);
     for job in &jobs {
-        let (mut c, m, n) = run_job(job, format, &order);
-        edit(&job.file_name().unwrap().to_string_lossy(), &mut c);
-        let t = TensorData::from_slice(vec![m, n], &c).unwrap();
-        write_tensor(job.join("out.npy"), "data", &t).unwrap();
+        let mut c = run_job(job, format, &order);
+        edit(
+            &job.file_name().unwrap().to_string_lossy(),
+            c.as_slice_mut().expect("a new array is contiguous"),
+        );
+        write_tensor(job.join("out.npy"), "data", &TensorData::from_array(&c)).unwrap();
     }
     jobs.len()
 }
