@@ -15,10 +15,10 @@
 //!
 //! The mechanism is named in words (scale-point split, K-loop schedule
 //! split, content coupling, position-dependent reduction). This is the
-//! explanation of a failing op cell ([`super::check::Diff`], [`explain_diff`]).
+//! explanation of a failing op cell ([`super::cross_rank::Diff`], [`explain_diff`]).
 
 use super::agmm::{self, AgmmSpec, Operands, PathSpec};
-use super::check::Diff;
+use super::cross_rank::Diff;
 use super::{Inputs, OpError, OpSpec, Result, RowProvenance};
 use crate::explain::divergence::{diverge as tree_diverge, locate, Location};
 use crate::gemm::MX_BLOCK;
@@ -423,8 +423,8 @@ fn o_scale(s: &AgmmSpec, o: &Operands, blk: usize, j: usize) -> u8 {
     }
 }
 
-/// The explanation of a failing op check ([`super::check::Verdict::Fail`]):
-/// its two copies' divergence at the first differing column.
+/// The explanation of two differing copies of a row ([`super::cross_rank`]):
+/// their divergence at the first differing column.
 pub fn explain_diff(spec: &OpSpec, inputs: Option<&Inputs>, d: &Diff) -> Result<OpDivergence> {
     diverge(spec, inputs, &d.a, &d.b, Some(d.first_col))
 }
