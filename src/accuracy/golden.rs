@@ -23,7 +23,7 @@
 //! terms is within relative `(K-1) 2^-53`), for the cancellation
 //! diagnostic of [`super::ulp`].
 
-use crate::format::{encode_input, CastPolicy, Format, Input};
+use crate::format::{e8m0_exponent, encode_input, pow2, CastPolicy, Format, Input};
 use crate::gemm::step::{round_exact, Exact, Round};
 use crate::gemm::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
 use crate::io::DType;
@@ -307,15 +307,6 @@ pub fn element_format(dtype: DType) -> Result<Format, String> {
     })
 }
 
-/// 2^e as f64, exact for every e in [-1074, 1023].
-pub fn pow2(e: i32) -> f64 {
-    if e >= -1022 {
-        f64::from_bits(((e + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (e + 1074))
-    }
-}
-
 /// Nearest-even rounding to f64 (subnormals and overflow to Inf included).
 fn round_f64(x: Input) -> f64 {
     let Input::Finite { negative, sig, exp } = x else {
@@ -475,7 +466,7 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                             .map_err(|e| GemmError::Unsupported(e.to_string()))?;
                         s.add_block(d).expect("MX block dots lie within the accumulator");
                         let scale =
-                            (sai != 0xFF && sbj != 0xFF).then(|| pow2(sai as i32 - 127) * pow2(sbj as i32 - 127));
+                            (sai != 0xFF && sbj != 0xFF).then(|| pow2(e8m0_exponent(sai)) * pow2(e8m0_exponent(sbj)));
                         for (&x, &y) in ablock.iter().zip(&bblock) {
                             let pr = (ea.decode_f64(x as u16) * eb.decode_f64(y as u16)).abs();
                             abs += pr * scale.unwrap_or(f64::NAN);

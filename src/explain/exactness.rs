@@ -29,6 +29,7 @@
 //! whose every element is provably order-independent cannot show an order
 //! change.
 
+use crate::format::{e8m0_exponent, pow2};
 use crate::gemm::eval::convert_out;
 use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
 use crate::order::{Family, MxScale, Order};
@@ -107,7 +108,7 @@ fn products(p: &Problem, row: usize, col: usize) -> Option<(Vec<f64>, Vec<f64>)>
                 let va = fa.element().decode_f64(ca[row * k + kk] as u16);
                 let vb = fb.element().decode_f64(cb[bidx(kk)] as u16);
                 raw.push(va * vb);
-                scaled.push(va * vb * 2f64.powi(xa as i32 - 127) * 2f64.powi(xb as i32 - 127));
+                scaled.push(va * vb * pow2(e8m0_exponent(xa)) * pow2(e8m0_exponent(xb)));
             }
         }
         _ => return None,

@@ -13,7 +13,7 @@ pub mod fast;
 pub mod mma_step;
 pub mod step;
 
-use crate::format::{encode_f32, CastPolicy, Format};
+use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
 use crate::mx::MxFormat;
 use crate::order::{Family, InType, MxScale, Order};
 use rayon::prelude::*;
@@ -293,7 +293,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                 for r in 0..rows {
                     for kk in 0..k {
                         let b = s[r * kb + kk / MX_BLOCK];
-                        out.push(if b == 0xFF { i32::MIN } else { b as i32 - 127 });
+                        out.push(if b == 0xFF { i32::MIN } else { e8m0_exponent(b) });
                     }
                 }
                 out
@@ -307,7 +307,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                                 if sc == 0xFF {
                                     f32::NAN
                                 } else {
-                                    (f.decode_f64(c[i] as u16) * 2f64.powi(sc as i32 - 127)) as f32
+                                    (f.decode_f64(c[i] as u16) * pow2(e8m0_exponent(sc))) as f32
                                 }
                             })
                             .collect()
