@@ -22,6 +22,7 @@
 //! * [`load_tensor`] dispatches on the extension (`.npy`, `.safetensors`),
 //!   falling back to sniffing the content for other extensions.
 
+pub mod digest;
 pub mod dtype;
 pub mod error;
 pub mod npy;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use memmap2::{Mmap, MmapMut};
 
+pub use self::digest::sha256_hex;
 pub use self::dtype::DType;
 pub use self::error::{IoError, Result};
 pub use self::npy::{

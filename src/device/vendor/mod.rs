@@ -31,8 +31,9 @@
 //! are regenerated from the seed, the table is derived from the stored
 //! anchor rows, and [`replay`] checks a capture on a machine without a GPU.
 
-use super::capture::{sha256_hex, Capture, CaptureWriter, Manifest};
+use super::capture::{Capture, CaptureWriter, Manifest};
 use super::{DeviceError, Result};
+use crate::io::sha256_hex;
 use crate::order::InType;
 use crate::rng::SplitMix64;
 use rayon::prelude::*;
