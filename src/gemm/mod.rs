@@ -11,7 +11,10 @@
 pub mod eval;
 pub mod fast;
 pub mod mma_step;
+mod operands;
 pub mod step;
+
+pub use operands::MxOperand;
 
 use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
 use crate::mx::MxFormat;
@@ -193,23 +196,13 @@ pub fn check_operands(p: &Problem) -> Result<(), GemmError> {
         }
         Ok(())
     };
-    match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
+    match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
             need("A", a.len(), m * k)?;
             need("B", b.len(), k * n)
         }
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
             if k % MX_BLOCK != 0 {
                 return Err(GemmError::Shape(format!(
                     "K = {k} is not a multiple of the MX block ({MX_BLOCK})"
@@ -252,8 +245,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             }
         )));
     }
-    let kind = match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
+    let kind = match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
             check_operands(p)?;
             let bt = if p.b_layout == BLayout::Kn {
                 transpose(b, k, n)
@@ -262,18 +255,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             };
             Kind::Values { a: a.to_vec(), bt }
         }
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
             check_operands(p)?;
             let kb = k / MX_BLOCK;
             let (cbt, sbt) = if p.b_layout == BLayout::Kn {
