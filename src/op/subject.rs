@@ -706,10 +706,9 @@ impl Subject for OpSubject {
 
     fn input(&self) -> Option<InType> {
         match &self.kind {
-            Kind::Agmm(s) => s.mx_format.map(|f| match f.element() {
-                crate::format::Format::E5M2 => InType::E5M2,
-                _ => InType::E4M3,
-            }),
+            Kind::Agmm(s) => s
+                .mx_format
+                .map(|f| InType::of_format(f.element()).unwrap_or(InType::E4M3)),
             Kind::Quant(_) => Some(InType::F32),
             Kind::Reduce(r) => Some(r.input()),
         }
