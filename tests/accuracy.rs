@@ -19,7 +19,7 @@ use mxbi::rng::SplitMix64;
 use mxbi::subject::{Model, Subject};
 
 fn p2(e: i32) -> f64 {
-    golden::pow2(e)
+    mxbi::format::pow2(e)
 }
 
 // ---------------------------------------------------------------- metrics

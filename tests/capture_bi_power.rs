@@ -18,10 +18,11 @@ mod common;
 
 use mxbi::bi::power;
 use mxbi::bi::{Content, Rows};
-use mxbi::device::capture::{sha256_hex, Capture};
+use mxbi::device::capture::Capture;
 use mxbi::explain::witness::{build, WitnessOptions};
 use mxbi::format::Format;
 use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::io::sha256_hex;
 use mxbi::order::{InType, Order};
 use serde_json::Value;
 use std::path::Path;

@@ -8,6 +8,7 @@ mod common;
 use common::{committed_capture, copy_capture, reseal_manifest, TempDir};
 use mxbi::device::capture::Capture;
 use mxbi::device::vendor::{self, *};
+use mxbi::order::InType;
 use std::process::Command;
 
 #[test]
@@ -84,7 +85,7 @@ fn fake_row(case: CaseId, reference: &[f64], nudge: bool) -> Vec<u8> {
         let f = v as f32;
         let last = i + 1 == reference.len();
         match case.output() {
-            Dtype::F32 => {
+            InType::F32 => {
                 let b = if nudge && last { f.to_bits() ^ 1 } else { f.to_bits() };
                 out.extend_from_slice(&b.to_le_bytes());
             }
@@ -234,14 +235,14 @@ fn synthetic_capture_round_trip_and_tampering() {
 #[test]
 fn inputs_are_reproducible_across_calls() {
     let s = Shape::new(2048, 2048);
-    let a = anchor(Dtype::E4m3, &s, DEFAULT_SEED);
-    assert_eq!(a, anchor(Dtype::E4m3, &s, DEFAULT_SEED));
+    let a = anchor(InType::E4M3, &s, DEFAULT_SEED);
+    assert_eq!(a, anchor(InType::E4M3, &s, DEFAULT_SEED));
     assert_eq!(
-        neighbours(Dtype::Bf16, &s, 17, DEFAULT_SEED),
-        neighbours(Dtype::Bf16, &s, 17, DEFAULT_SEED)
+        neighbours(InType::Bf16, &s, 17, DEFAULT_SEED),
+        neighbours(InType::Bf16, &s, 17, DEFAULT_SEED)
     );
     assert_ne!(
-        neighbours(Dtype::Bf16, &s, 17, DEFAULT_SEED)[..2 * 2048],
-        neighbours(Dtype::Bf16, &s, 33, DEFAULT_SEED)[..2 * 2048]
+        neighbours(InType::Bf16, &s, 17, DEFAULT_SEED)[..2 * 2048],
+        neighbours(InType::Bf16, &s, 33, DEFAULT_SEED)[..2 * 2048]
     );
 }

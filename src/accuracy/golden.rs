@@ -23,9 +23,9 @@
 //! terms is within relative `(K-1) 2^-53`), for the cancellation
 //! diagnostic of [`super::ulp`].
 
-use crate::format::{encode_input, CastPolicy, Format, Input};
+use crate::format::{e8m0_exponent, encode_input, pow2, CastPolicy, Format, Input};
 use crate::gemm::step::{round_exact, Exact, Round};
-use crate::gemm::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
+use crate::gemm::{GemmError, Problem, MX_BLOCK};
 use crate::io::DType;
 use crate::mx::{block_dot, BlockDot};
 use rayon::prelude::*;
@@ -307,15 +307,6 @@ pub fn element_format(dtype: DType) -> Result<Format, String> {
     })
 }
 
-/// 2^e as f64, exact for every e in [-1074, 1023].
-pub fn pow2(e: i32) -> f64 {
-    if e >= -1022 {
-        f64::from_bits(((e + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (e + 1074))
-    }
-}
-
 /// Nearest-even rounding to f64 (subnormals and overflow to Inf included).
 fn round_f64(x: Input) -> f64 {
     let Input::Finite { negative, sig, exp } = x else {
@@ -423,20 +414,15 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
     let (m, n, k) = (p.m, p.n, p.k);
     crate::limits::check_elements("the golden C", &[m, n]).map_err(GemmError::Limit)?;
     crate::gemm::check_operands(p)?;
-    // B element (kk, j) in the caller's layout
-    let bidx = |kk: usize, j: usize, cols: usize| match p.b_layout {
-        BLayout::Kn => kk * n + j,
-        BLayout::Nk => j * cols + kk,
-    };
-    let cells: Vec<(Input, f64)> = match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => (0..m * n)
+    let cells: Vec<(Input, f64)> = match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => (0..m * n)
             .into_par_iter()
             .map(|c| {
                 let (i, j) = (c / n, c % n);
                 let mut s = ExactSum::new();
                 let mut abs = 0f64;
                 for kk in 0..k {
-                    let (x, y) = (a[i * k + kk], b[bidx(kk, j, k)]);
+                    let (x, y) = (a[p.a_index(i, kk)], b[p.b_index(kk, j)]);
                     s.add_product_f32(x, y)
                         .expect("f32 products lie within the accumulator");
                     abs += (x as f64 * y as f64).abs();
@@ -444,20 +430,9 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                 (s.value(), abs)
             })
             .collect(),
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
+        (None, Some((a, b))) => {
             let kb = k / MX_BLOCK;
-            let (ea, eb) = (fa.element(), fb.element());
+            let (ea, eb) = (a.format.element(), b.format.element());
             (0..m * n)
                 .into_par_iter()
                 .map(|c| -> Result<(Input, f64), GemmError> {
@@ -466,16 +441,17 @@ pub fn gemm(p: &Problem) -> Result<Golden, GemmError> {
                     let mut abs = 0f64;
                     let mut bblock = [0u8; MX_BLOCK];
                     for blk in 0..kb {
-                        let ablock = &ca[i * k + blk * MX_BLOCK..i * k + (blk + 1) * MX_BLOCK];
+                        let at = p.a_index(i, blk * MX_BLOCK);
+                        let ablock = &a.codes[at..at + MX_BLOCK];
                         for (t, v) in bblock.iter_mut().enumerate() {
-                            *v = cb[bidx(blk * MX_BLOCK + t, j, k)];
+                            *v = b.codes[p.b_index(blk * MX_BLOCK + t, j)];
                         }
-                        let (sai, sbj) = (sa[i * kb + blk], sb[bidx(blk, j, kb)]);
+                        let (sai, sbj) = (a.scales[p.a_scale_index(i, blk)], b.scales[p.b_scale_index(blk, j)]);
                         let d = block_dot(ablock, sai, ea, &bblock, sbj, eb)
                             .map_err(|e| GemmError::Unsupported(e.to_string()))?;
                         s.add_block(d).expect("MX block dots lie within the accumulator");
                         let scale =
-                            (sai != 0xFF && sbj != 0xFF).then(|| pow2(sai as i32 - 127) * pow2(sbj as i32 - 127));
+                            (sai != 0xFF && sbj != 0xFF).then(|| pow2(e8m0_exponent(sai)) * pow2(e8m0_exponent(sbj)));
                         for (&x, &y) in ablock.iter().zip(&bblock) {
                             let pr = (ea.decode_f64(x as u16) * eb.decode_f64(y as u16)).abs();
                             abs += pr * scale.unwrap_or(f64::NAN);

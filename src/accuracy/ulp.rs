@@ -21,8 +21,9 @@
 //!   read from a file);
 //! * `nonfinite`: the output or the rounded golden is NaN or Inf.
 
-use super::golden::{element_format, pow2};
+use super::golden::element_format;
 use super::standards::CANCELLATION_MIN_RATIO;
+use crate::format::pow2;
 use crate::format::{encode_f64, CastPolicy};
 use crate::io::DType;
 use std::collections::BTreeMap;

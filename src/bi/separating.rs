@@ -32,6 +32,7 @@
 //! Every value is exact in the input type and finite; a function of the
 //! seed, the row id (A) and the column (B) only.
 
+use crate::format::pow2_f32;
 use crate::order::InType;
 use crate::rng::SplitMix64;
 
@@ -77,12 +78,12 @@ fn value(negative: bool, e: i32, frac: u32, mb: u32) -> f32 {
 }
 
 /// `sign * 2^e` for any exponent down to the f32 subnormals.
-fn pow2(negative: bool, e: i32) -> f32 {
-    let m = 2f64.powi(e) as f32;
+/// -1 or +1.
+fn sign(negative: bool) -> f32 {
     if negative {
-        -m
+        -1.0
     } else {
-        m
+        1.0
     }
 }
 
@@ -163,7 +164,7 @@ impl Separating {
         let mut r = SplitMix64::for_item(self.seed ^ 0xA5E9_0000, id);
         (0..self.k)
             .map(|kk| match self.big[kk] {
-                Some((neg, e)) => pow2(neg ^ flip, e - shift) * factor,
+                Some((neg, e)) => sign(neg ^ flip) * pow2_f32(e - shift) * factor,
                 None => self.small(&mut r, kk),
             })
             .collect()
@@ -194,8 +195,8 @@ impl Separating {
             let gap = GAP_MIN + r.below((GAP_MAX - GAP_MIN + 1) as u64) as i32;
             let h = (small_product + gap).clamp(lo, hi);
             let neg = r.next_u32() & 1 == 1;
-            out.push((pair[0], pow2(neg ^ n1, h - e1)));
-            out.push((pair[1], pow2(!neg ^ n2, h - e2)));
+            out.push((pair[0], sign(neg ^ n1) * pow2_f32(h - e1)));
+            out.push((pair[1], sign(!neg ^ n2) * pow2_f32(h - e2)));
         }
         out
     }

@@ -20,6 +20,7 @@
 //! [`anchor_line`]); `sha256sum -c captures.sha256` checks them.
 
 use super::{DeviceError, Result};
+use crate::io::digest::{hex_lower, sha256_hex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -136,10 +137,6 @@ pub struct Manifest {
     pub notes: Vec<String>,
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex_lower(&Sha256::digest(bytes))
-}
-
 /// The first 8 bytes of SHA-256, as a compact per-row fingerprint.
 pub fn digest64(bytes: &[u8]) -> u64 {
     let d = Sha256::digest(bytes);
@@ -163,10 +160,6 @@ pub fn f32_digest(values: &[f32]) -> String {
         h.update(v.to_bits().to_le_bytes());
     }
     hex_lower(&h.finalize())
-}
-
-fn hex_lower(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DeviceError + '_ {

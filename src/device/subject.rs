@@ -93,14 +93,9 @@ impl GpuSpec {
 
     /// The element type the subject's inputs must be exactly representable in.
     pub fn input(&self) -> InType {
-        use super::vendor::Dtype;
         match self {
             GpuSpec::Cuda(order) => order.mma().map_or(InType::F32, |m| m.input),
-            GpuSpec::Vendor { case, .. } => match case.input() {
-                Dtype::F32 => InType::F32,
-                Dtype::Bf16 => InType::Bf16,
-                Dtype::E4m3 => InType::E4M3,
-            },
+            GpuSpec::Vendor { case, .. } => case.input(),
         }
     }
 
@@ -252,7 +247,7 @@ mod on_gpu {
         build_pin, cb_ok, check_pin, classic, heuristic, lt_matmul, lt_problem, raw, raw_mut, Env, LtHandle, Pin, Pref,
         Ptrs,
     };
-    use crate::device::vendor::{blk128_layout, vec128_layout, Api, CaseId, Dtype, Scaling, Shape, WORKSPACE_BYTES};
+    use crate::device::vendor::{blk128_layout, vec128_layout, Api, CaseId, Scaling, Shape, WORKSPACE_BYTES};
     use crate::device::DeviceError;
     use crate::gemm::{BLayout, Matrix, Problem};
     use crate::order::{InType, Order};
@@ -458,23 +453,15 @@ mod on_gpu {
 
     /// The device bytes of the inputs (little-endian, as the GPU reads
     /// them; borrowed without a copy on a little-endian host).
-    fn bytes_of<'a>(dt: Dtype, vals: &'a [f32], codes: &'a [u16]) -> std::borrow::Cow<'a, [u8]> {
+    fn bytes_of<'a>(dt: InType, vals: &'a [f32], codes: &'a [u16]) -> std::borrow::Cow<'a, [u8]> {
         use std::borrow::Cow;
         let little = cfg!(target_endian = "little");
         match dt {
-            Dtype::F32 if little => Cow::Borrowed(bytemuck::cast_slice(vals)),
-            Dtype::F32 => Cow::Owned(vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
-            Dtype::Bf16 if little => Cow::Borrowed(bytemuck::cast_slice(codes)),
-            Dtype::Bf16 => Cow::Owned(codes.iter().flat_map(|c| c.to_le_bytes()).collect()),
-            Dtype::E4m3 => Cow::Owned(codes.iter().map(|&c| c as u8).collect()),
-        }
-    }
-
-    fn in_type(dt: Dtype) -> InType {
-        match dt {
-            Dtype::F32 => InType::F32,
-            Dtype::Bf16 => InType::Bf16,
-            Dtype::E4m3 => InType::E4M3,
+            InType::F32 if little => Cow::Borrowed(bytemuck::cast_slice(vals)),
+            InType::F32 => Cow::Owned(vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            InType::Bf16 | InType::F16 if little => Cow::Borrowed(bytemuck::cast_slice(codes)),
+            InType::Bf16 | InType::F16 => Cow::Owned(codes.iter().flat_map(|c| c.to_le_bytes()).collect()),
+            InType::E4M3 | InType::E5M2 => Cow::Owned(codes.iter().map(|&c| c as u8).collect()),
         }
     }
 
@@ -550,7 +537,7 @@ mod on_gpu {
             let name = &self.name;
             let case = self.case;
             let dt = case.input();
-            let ty = in_type(dt);
+            let ty = dt;
             let unsupported = |why: String| SubjectError::Unsupported {
                 subject: name.clone(),
                 why,
@@ -594,7 +581,7 @@ mod on_gpu {
                 .clone_htod(bytes_of(dt, a, &a_codes).as_ref())
                 .map_err(driver_err("upload activations"))
                 .map_err(dev)?;
-            let out_size = case.output().size();
+            let out_size = case.output().bytes();
             // 0xFF sentinel (NaN in f32 and bf16): an output the call leaves
             // unwritten cannot pass for one it wrote
             let y_bytes = m * n * out_size;
@@ -698,7 +685,7 @@ mod on_gpu {
         }
 
         fn input(&self) -> Option<InType> {
-            Some(in_type(self.case.input()))
+            Some(self.case.input())
         }
 
         fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
@@ -708,18 +695,23 @@ mod on_gpu {
                 why: "a previous run panicked".into(),
             })?;
             let bytes = self.compute(&mut g.0, a, bt, p.m, p.n, p.k)?;
-            let all: Vec<f32> = match self.case.output() {
-                Dtype::F32 => bytes
+            let out = self.case.output();
+            let all: Vec<f32> = match out {
+                InType::F32 => bytes
                     .chunks_exact(4)
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect(),
-                Dtype::Bf16 => bytes
+                InType::Bf16 => bytes
                     .chunks_exact(2)
                     .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
                     .collect(),
-                Dtype::E4m3 => bytes
+                InType::E4M3 => bytes
                     .iter()
                     .map(|&c| crate::format::Format::E4M3.decode_f32(c as u16))
+                    .collect(),
+                InType::F16 | InType::E5M2 => bytes
+                    .chunks_exact(out.bytes())
+                    .map(|c| crate::device::vendor::decode_le(out, c) as f32)
                     .collect(),
             };
             select(all, p.n, p.m, rows, &self.name)

@@ -29,8 +29,9 @@
 //! whose every element is provably order-independent cannot show an order
 //! change.
 
+use crate::format::{e8m0_exponent, pow2};
 use crate::gemm::eval::convert_out;
-use crate::gemm::{gemm, BLayout, Matrix, Problem, MX_BLOCK};
+use crate::gemm::{gemm, Problem, MX_BLOCK};
 use crate::order::{Family, MxScale, Order};
 use rayon::prelude::*;
 
@@ -69,48 +70,26 @@ pub struct ElementExactness {
 /// The exact products `a[row, k] * b[k, col]` (f64; dequantized for MX,
 /// None for NaN/Inf), and for MX the unscaled element products per block.
 fn products(p: &Problem, row: usize, col: usize) -> Option<(Vec<f64>, Vec<f64>)> {
-    let (k, n) = (p.k, p.n);
-    let bidx = |kk: usize| match p.b_layout {
-        BLayout::Kn => kk * n + col,
-        BLayout::Nk => col * k + kk,
-    };
+    let k = p.k;
     let mut scaled = Vec::with_capacity(k);
     let mut raw = Vec::new();
-    match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
-            for kk in 0..k {
-                scaled.push(a[row * k + kk] as f64 * b[bidx(kk)] as f64);
-            }
+    if p.f32_operands().is_some() {
+        for kk in 0..k {
+            scaled.push(p.a_value(row, kk) * p.b_value(kk, col));
         }
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
-            let kb = k / MX_BLOCK;
-            let sbi = |blk: usize| match p.b_layout {
-                BLayout::Kn => blk * n + col,
-                BLayout::Nk => col * kb + blk,
-            };
-            for kk in 0..k {
-                let (xa, xb) = (sa[row * kb + kk / MX_BLOCK], sb[sbi(kk / MX_BLOCK)]);
-                if xa == 0xFF || xb == 0xFF {
-                    return None;
-                }
-                let va = fa.element().decode_f64(ca[row * k + kk] as u16);
-                let vb = fb.element().decode_f64(cb[bidx(kk)] as u16);
-                raw.push(va * vb);
-                scaled.push(va * vb * 2f64.powi(xa as i32 - 127) * 2f64.powi(xb as i32 - 127));
+    } else if let Some((a, b)) = p.mx_operands() {
+        for kk in 0..k {
+            let (xa, xb) = (p.a_scale(row, kk)?, p.b_scale(kk, col)?);
+            if xa == 0xFF || xb == 0xFF {
+                return None;
             }
+            let va = a.format.element().decode_f64(a.codes[p.a_index(row, kk)] as u16);
+            let vb = b.format.element().decode_f64(b.codes[p.b_index(kk, col)] as u16);
+            raw.push(va * vb);
+            scaled.push(va * vb * pow2(e8m0_exponent(xa)) * pow2(e8m0_exponent(xb)));
         }
-        _ => return None,
+    } else {
+        return None;
     }
     scaled
         .iter()

@@ -37,6 +37,7 @@
 
 use super::candidates::order_key;
 use super::divergence::{diverge, Location};
+use crate::format::pow2_f32;
 use crate::gemm::{gemm, representable, BLayout, Matrix, Problem};
 use crate::order::{InType, Order, OutFmt, Tile};
 use crate::rng::SplitMix64;
@@ -153,23 +154,22 @@ struct Levels {
     e_min: i32,
 }
 
-fn pow2(e: i32) -> f32 {
-    2f32.powi(e)
-}
-
 impl Levels {
     fn of(t: InType) -> Levels {
         let e_min = t.emin();
-        let e_max = (e_min..=127).rev().find(|&e| representable(pow2(e), t)).unwrap_or(0);
+        let e_max = (e_min..=127)
+            .rev()
+            .find(|&e| representable(pow2_f32(e), t))
+            .unwrap_or(0);
         // H = 2^(2 * big) at most 2^40; the unit 1 when the type holds a
         // product ratio of 2^28 around 1, else the smallest normal squared
         let big = e_max.min(20);
         let small = if 2 * big >= 28 { 0 } else { e_min };
         Levels {
-            a_big: pow2(big),
-            b_big: pow2(big),
-            a_small: pow2(small),
-            b_small: pow2(small),
+            a_big: pow2_f32(big),
+            b_big: pow2_f32(big),
+            a_small: pow2_f32(small),
+            b_small: pow2_f32(small),
             e_max,
             e_min,
         }
@@ -292,7 +292,7 @@ fn absorption(
             // H, sometimes a few binades lower (partial absorption)
             let drop = if r.chance(1, 4) { r.below(12) as i32 } else { 0 };
             let e = (lv.b_big.log2() as i32 - drop).max(lv.e_min);
-            let h = if r.chance(1, 2) { pow2(e) } else { -pow2(e) };
+            let h = if r.chance(1, 2) { pow2_f32(e) } else { -pow2_f32(e) };
             b[p * n + j] = h;
             b[q * n + j] = -h;
         }
@@ -322,7 +322,11 @@ fn value(r: &mut SplitMix64, t: InType, lo: i32, hi: i32) -> f32 {
     loop {
         let e = r.range_i64(lo as i64, hi as i64 - 1) as i32;
         let m = 1.0 + (r.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
-        let v = if r.chance(1, 2) { -m * pow2(e) } else { m * pow2(e) };
+        let v = if r.chance(1, 2) {
+            -m * pow2_f32(e)
+        } else {
+            m * pow2_f32(e)
+        };
         // keep the significand bits the type has (toward zero)
         let v = match t.params() {
             None => v,

@@ -2,6 +2,7 @@
 //! the parameters of the sign-magnitude ones ([`MiniFloat`]), each derived
 //! from three inputs. A leaf: it imports nothing from the crate.
 
+use super::pow2::{e8m0_exponent, pow2};
 use std::fmt;
 use std::str::FromStr;
 
@@ -253,7 +254,7 @@ impl Format {
                 if code == 0xFF {
                     f64::NAN
                 } else {
-                    2f64.powi(code as i32 - 127)
+                    pow2(e8m0_exponent(code as u8))
                 }
             }
             _ => {

@@ -12,6 +12,7 @@
 //!
 //! | file | concern |
 //! |---|---|
+//! | `pow2` | exact powers of two ([`pow2`], [`pow2_f32`]) and the exponent of an E8M0 scale byte ([`e8m0_exponent`]) |
 //! | `elem` | the element-type vocabulary: [`Format`], [`MiniFloat`] parameters derived from three inputs |
 //! | `round` | rounding directions, the one exact value [`Exact`], decomposed inputs [`Input`], the one reference rounding [`round_to_quantum`] |
 //! | `policy` | cast policies and presets (E8M0 rules included) |
@@ -26,6 +27,7 @@ mod elem;
 mod encode;
 mod fp8_rne;
 mod policy;
+mod pow2;
 mod round;
 
 pub use e8m0::{encode_e8m0_f32, encode_e8m0_f64};
@@ -37,4 +39,5 @@ pub use fp8_rne::{Fp8Rne, Simd};
 pub use policy::{
     default_nan_out, CastPolicy, CastPreset, E8m0Negative, E8m0Rule, E8m0Zero, NanOut, NanPolicy, Overflow,
 };
+pub use pow2::{e8m0_exponent, pow2, pow2_f32};
 pub use round::{round_to_quantum, Exact, Input, Rounding, Stochastic};

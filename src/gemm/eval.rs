@@ -3,7 +3,7 @@
 
 use super::step::{add_exact_rn, decompose, fused_sum, product, round_exact, Decomposed, Exact, Round};
 use super::{Kind, Prepared, MX_BLOCK};
-use crate::format::{encode_f32, CastPolicy, Format};
+use crate::format::{encode_f32, pow2_f32, CastPolicy, Format};
 use crate::mx::{block_dot, BlockDot};
 use crate::order::{Node, Order, OutFmt, Tree};
 
@@ -14,10 +14,6 @@ pub struct TraceStep {
     pub op: String,
     pub value: f32,
     pub bits: String,
-}
-
-fn pow2_f32(e: i32) -> f32 {
-    (2f64.powi(e)) as f32
 }
 
 /// The f32 conversion of the `out=` key (RNE; NaN keeps its sign with the

@@ -12,9 +12,12 @@ pub mod arrays;
 pub mod eval;
 pub mod fast;
 pub mod mma_step;
+mod operands;
 pub mod step;
 
-use crate::format::{encode_f32, CastPolicy, Format};
+pub use operands::MxOperand;
+
+use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
 use crate::mx::MxFormat;
 use crate::order::{Family, InType, MxScale, Order};
 use rayon::prelude::*;
@@ -196,23 +199,13 @@ pub fn check_operands(p: &Problem) -> Result<(), GemmError> {
         }
         Ok(())
     };
-    match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
+    match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
             need("A", a.len(), m * k)?;
             need("B", b.len(), k * n)
         }
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
             if k % MX_BLOCK != 0 {
                 return Err(GemmError::Shape(format!(
                     "K = {k} is not a multiple of the MX block ({MX_BLOCK})"
@@ -255,8 +248,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             }
         )));
     }
-    let kind = match (p.a, p.b) {
-        (Matrix::F32(a), Matrix::F32(b)) => {
+    let kind = match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
             check_operands(p)?;
             let bt = if p.b_layout == BLayout::Kn {
                 transpose(b, k, n)
@@ -265,18 +258,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
             };
             Kind::Values { a: a.to_vec(), bt }
         }
-        (
-            Matrix::Mx {
-                codes: ca,
-                scales: sa,
-                format: fa,
-            },
-            Matrix::Mx {
-                codes: cb,
-                scales: sb,
-                format: fb,
-            },
-        ) => {
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
             check_operands(p)?;
             let kb = k / MX_BLOCK;
             let (cbt, sbt) = if p.b_layout == BLayout::Kn {
@@ -296,7 +279,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                 for r in 0..rows {
                     for kk in 0..k {
                         let b = s[r * kb + kk / MX_BLOCK];
-                        out.push(if b == 0xFF { i32::MIN } else { b as i32 - 127 });
+                        out.push(if b == 0xFF { i32::MIN } else { e8m0_exponent(b) });
                     }
                 }
                 out
@@ -310,7 +293,7 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                                 if sc == 0xFF {
                                     f32::NAN
                                 } else {
-                                    (f.decode_f64(c[i] as u16) * 2f64.powi(sc as i32 - 127)) as f32
+                                    (f.decode_f64(c[i] as u16) * pow2(e8m0_exponent(sc))) as f32
                                 }
                             })
                             .collect()

@@ -3,7 +3,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// Element type of a tensor as stored on disk (always little-endian).
+/// Element type of a tensor as stored on disk (always little-endian): the
+/// on-disk dtype of `.npy` and `.safetensors` files, integers and f64
+/// included. A distinct concept from the element types a GEMM reads
+/// (`order::InType`, whose values come from `format::Format`): a file's
+/// dtype says how its bytes are laid out, not which values a kernel's step
+/// can represent; the layers that read files map one onto the other.
 ///
 /// The FP8 types follow the OCP 8-bit floating point specification:
 /// `F8E4M3` is the "FN" variant (no infinities, NaN = `S.1111.111`, as

@@ -26,6 +26,7 @@
 //!   falling back to sniffing the content for other extensions.
 
 pub mod array;
+pub mod digest;
 pub mod dtype;
 pub mod error;
 pub mod npy;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 
 use memmap2::{Mmap, MmapMut};
 
+pub use self::digest::sha256_hex;
 pub use self::dtype::DType;
 pub use self::error::{IoError, Result};
 pub use self::npy::{

@@ -9,7 +9,7 @@
 //! E5M2 about 69 bits; the sum is kept in an `i128`, which holds any block
 //! of up to 2^60 elements of any pair of these formats.
 
-use crate::format::{Exact, Format};
+use crate::format::{e8m0_exponent, Exact, Format};
 
 /// Exact value of a block dot product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +129,7 @@ pub fn block_dot(a: &[u8], sa: u8, fa: Format, b: &[u8], sb: u8, fb: Format) -> 
     }
     Ok(BlockDot::Finite {
         sum,
-        exp: qa + qb + (sa as i32 - 127) + (sb as i32 - 127),
+        exp: qa + qb + e8m0_exponent(sa) + e8m0_exponent(sb),
     })
 }
 

@@ -2,7 +2,7 @@
 //! array.
 
 use super::policy::{MxFormat, MxPolicy, NonFiniteBlock, ScaleMode, ScaleOverflow, ZeroBlock};
-use crate::format::{encode_input, CastError, CastTable, Fp8Rne, Input, Rounding, Simd};
+use crate::format::{e8m0_exponent, encode_input, pow2, pow2_f32, CastError, CastTable, Fp8Rne, Input, Rounding, Simd};
 use rayon::prelude::*;
 
 /// Why a quantization or dequantization request was rejected.
@@ -109,17 +109,6 @@ fn abs_bits(x: f32, flush: bool) -> u32 {
         0
     } else {
         a
-    }
-}
-
-/// 2^k as f32 for k in [-127, 127] (2^-127 is the subnormal 0x0040_0000).
-#[inline]
-fn pow2_f32(k: i32) -> f32 {
-    debug_assert!((-127..=127).contains(&k));
-    if k == -127 {
-        f32::from_bits(0x0040_0000)
-    } else {
-        f32::from_bits(((k + 127) as u32) << 23)
     }
 }
 
@@ -659,7 +648,7 @@ fn dequant_with<T: Send + Copy>(
             let v = if s == 0xFF {
                 f64::NAN
             } else {
-                values[c as usize] * 2f64.powi(s as i32 - 127)
+                values[c as usize] * pow2(e8m0_exponent(s))
             };
             f(v)
         })
@@ -857,7 +846,7 @@ mod tests {
         let l = AxisLayout::new(&[rows, cols], 0, 32, false).unwrap();
         let q = quantize(&x, &l, f, &p).unwrap();
         for (i, v) in x.iter().enumerate() {
-            let e = q.scales[i % cols] as i32 - 127;
+            let e = e8m0_exponent(q.scales[i % cols]);
             let want = encode_input(Input::from_f32(*v).scaled(-e), f.element(), &p.element, i as u64).unwrap();
             assert_eq!(q.codes[i] as u16, want, "element {i}");
         }

@@ -14,7 +14,7 @@
 
 use super::provenance::{Mechanism, RowProvenance};
 use super::{need, parse_order, positive, Inputs, OpError, OpOutput, RankOutput, Result};
-use crate::format::{encode_f64, CastPolicy, Format, Overflow};
+use crate::format::{e8m0_exponent, encode_f64, pow2, CastPolicy, Format, Overflow};
 use crate::gemm::{self, BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::{MxScale, Order};
@@ -313,10 +313,6 @@ fn x2_index(spec: &AgmmSpec, kk: usize, j: usize) -> usize {
     }
 }
 
-fn pow2(e: i32) -> f64 {
-    2f64.powi(e)
-}
-
 /// Computes the given global rows of x1 through one path; row-major
 /// `[rows.len(), N]`. This is the model a GPU's bytes are compared with.
 pub fn path_rows(spec: &AgmmSpec, path: &PathSpec, inputs: &Inputs, rows: &[usize]) -> Result<Vec<f32>> {
@@ -408,7 +404,7 @@ pub fn prepare(spec: &AgmmSpec, path: &PathSpec, o: &Operands) -> Result<Prepare
                     scales: vec![127u8; o.s2.len()],
                     format: fmt,
                 },
-                out_exp: Some(col.iter().map(|&c| c as i32 - 127).collect()),
+                out_exp: Some(col.iter().map(|&c| e8m0_exponent(c)).collect()),
                 plain_a: false,
             })
         }
@@ -515,7 +511,7 @@ fn deq(el: Format, c: u8, s: u8) -> f64 {
     if s == 0xFF {
         f64::NAN
     } else {
-        el.decode_f64(c as u16) * pow2(s as i32 - 127)
+        el.decode_f64(c as u16) * pow2(e8m0_exponent(s))
     }
 }
 

@@ -15,12 +15,13 @@
 //!
 //! The mechanism is named in words (scale-point split, K-loop schedule
 //! split, content coupling, position-dependent reduction). This is the
-//! explanation of a failing op cell ([`super::check::Diff`], [`explain_diff`]).
+//! explanation of a failing op cell ([`super::cross_rank::Diff`], [`explain_diff`]).
 
 use super::agmm::{self, AgmmSpec, Operands, PathSpec};
-use super::check::Diff;
+use super::cross_rank::Diff;
 use super::{Inputs, OpError, OpSpec, Result, RowProvenance};
 use crate::explain::divergence::{diverge as tree_diverge, locate, Location};
+use crate::format::{e8m0_exponent, pow2};
 use crate::gemm::MX_BLOCK;
 use crate::order::{MxScale, Order};
 use std::fmt;
@@ -122,7 +123,7 @@ fn x2_column(s: &AgmmSpec, path: &PathSpec, o: &Operands, j: usize) -> Result<Ve
         .map(|kk| {
             let (ci, si) = idx(kk);
             (
-                fe.decode_f64(codes[ci] as u16) * 2f64.powi(scales[si] as i32 - 127),
+                fe.decode_f64(codes[ci] as u16) * pow2(e8m0_exponent(scales[si])),
                 scales[si],
             )
         })
@@ -136,7 +137,7 @@ fn x1_row(s: &AgmmSpec, path: &PathSpec, o: &Operands, g: usize) -> Result<Vec<(
     Ok((0..s.k)
         .map(|kk| {
             let x = sc[kk / MX_BLOCK];
-            (el.decode_f64(c[kk] as u16) * 2f64.powi(x as i32 - 127), x)
+            (el.decode_f64(c[kk] as u16) * pow2(e8m0_exponent(x)), x)
         })
         .collect())
 }
@@ -154,7 +155,7 @@ fn first_block(a: &[(f64, u8)], b: &[(f64, u8)]) -> Option<(usize, usize, u8, u8
 }
 
 fn pow(s: u8) -> String {
-    format!("2^{}", s as i32 - 127)
+    format!("2^{}", e8m0_exponent(s))
 }
 
 /// The divergence of copies `a` and `b` of a row of `spec`'s op; `inputs`
@@ -423,8 +424,8 @@ fn o_scale(s: &AgmmSpec, o: &Operands, blk: usize, j: usize) -> u8 {
     }
 }
 
-/// The explanation of a failing op check ([`super::check::Verdict::Fail`]):
-/// its two copies' divergence at the first differing column.
+/// The explanation of two differing copies of a row ([`super::cross_rank`]):
+/// their divergence at the first differing column.
 pub fn explain_diff(spec: &OpSpec, inputs: Option<&Inputs>, d: &Diff) -> Result<OpDivergence> {
     diverge(spec, inputs, &d.a, &d.b, Some(d.first_col))
 }

@@ -12,8 +12,8 @@
 //! Results do not depend on the thread count.
 
 pub mod agmm;
-pub mod check;
 pub mod coupling;
+pub mod cross_rank;
 pub mod divergence;
 pub mod generate;
 pub mod hypotheses;
@@ -28,7 +28,7 @@ pub mod spec;
 pub mod subject;
 pub mod visibility;
 
-pub use check::Verdict;
+pub use cross_rank::{cross_rank, Diff};
 pub use generate::{generate, GenOpts, Pin, X2Scales};
 pub use provenance::{Mechanism, RowProvenance};
 

@@ -332,8 +332,7 @@ impl OpSubject {
                         ScaleKind::Varying => {
                             let mut h = 0x5EED_0000_0000_0002u64 ^ kb as u64;
                             for kk in kb * MX_BLOCK..(kb + 1) * MX_BLOCK {
-                                let i = if nk { j * k + kk } else { kk * n + j };
-                                h = mix(h ^ b[i].to_bits() as u64);
+                                h = mix(h ^ b[p.b_index(kk, j)].to_bits() as u64);
                             }
                             (121 + (h % 9)) as u8
                         }
@@ -474,7 +473,7 @@ impl OpSubject {
         // B as [K, N]
         let b_kn = |b: Vec<f32>| match p.b_layout {
             BLayout::Kn => b,
-            BLayout::Nk => (0..p.k * p.n).map(|i| b[(i % p.n) * p.k + i / p.n]).collect(),
+            BLayout::Nk => (0..p.k * p.n).map(|i| b[p.b_index(i / p.n, i % p.n)]).collect(),
         };
         let spec = match &self.kind {
             Kind::Agmm(_) => {
@@ -707,10 +706,9 @@ impl Subject for OpSubject {
 
     fn input(&self) -> Option<InType> {
         match &self.kind {
-            Kind::Agmm(s) => s.mx_format.map(|f| match f.element() {
-                crate::format::Format::E5M2 => InType::E5M2,
-                _ => InType::E4M3,
-            }),
+            Kind::Agmm(s) => s
+                .mx_format
+                .map(|f| InType::of_format(f.element()).unwrap_or(InType::E4M3)),
             Kind::Quant(_) => Some(InType::F32),
             Kind::Reduce(r) => Some(r.input()),
         }

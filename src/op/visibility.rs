@@ -20,6 +20,7 @@
 use super::agmm::{self, AgmmSpec, Operands, PathSpec};
 use super::{Inputs, OpError, OpSpec, Result, Tensor};
 use crate::explain;
+use crate::format::{e8m0_exponent, pow2};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::rng::SplitMix64;
 use crate::subject::ScaleKind;
@@ -159,7 +160,7 @@ fn values_of(codes: &[u8], scale_of: impl Fn(usize) -> u8, el: crate::format::Fo
     codes
         .iter()
         .enumerate()
-        .map(|(i, &c)| el.decode_f64(c as u16) * 2f64.powi(scale_of(i) as i32 - 127))
+        .map(|(i, &c)| el.decode_f64(c as u16) * pow2(e8m0_exponent(scale_of(i))))
         .collect()
 }
 

@@ -87,6 +87,12 @@ impl InType {
         }
     }
 
+    /// The input type whose element format is `f` (None: a format GEMM
+    /// inputs do not use); the inverse of [`InType::format`].
+    pub fn of_format(f: Format) -> Option<InType> {
+        InType::ALL.into_iter().find(|t| t.format() == Some(f))
+    }
+
     /// The format's name (`f32` for f32).
     pub const fn name(self) -> &'static str {
         match self.format() {

@@ -21,9 +21,10 @@
 //!   its inputs' shapes, `out.npy` is missing, has the wrong dtype or
 //!   shape, or an input file no longer has its recorded digest.
 
-use super::job::{read_bounded, read_output, select_rows, sha256_hex, JobInputs};
+use super::job::{read_bounded, read_output, select_rows, JobInputs};
 use super::{Subject, SubjectError};
 use crate::gemm::Problem;
+use crate::io::sha256_hex;
 use crate::order::InType;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};

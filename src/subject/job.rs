@@ -17,7 +17,6 @@
 use crate::gemm::{representable, BLayout, Matrix, Problem};
 use crate::io::{npy_header_bytes, read_npy_bytes, DType};
 use crate::order::InType;
-use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::path::Path;
 
@@ -123,11 +122,6 @@ pub fn npy_f32(data: &[f32], rows: usize, cols: usize) -> Vec<u8> {
         out.extend_from_slice(&x.to_le_bytes());
     }
     out
-}
-
-/// Lower-case hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads an output file of a job `[m, n]`: `claimed` is the dtype the

@@ -14,7 +14,8 @@ pub mod reveal_runner;
 pub mod trees;
 pub mod vendor_rows;
 
-use mxbi::device::capture::{sha256_hex, Manifest};
+use mxbi::device::capture::Manifest;
+use mxbi::io::sha256_hex;
 use std::path::{Path, PathBuf};
 
 /// A fresh, empty folder under the system temp dir, unique per process and

@@ -5,8 +5,9 @@
 
 use super::committed_capture;
 use mxbi::device::capture::Capture;
-use mxbi::device::vendor::{self, CaseId, Dtype, RowStatus, Variant, VendorReport};
+use mxbi::device::vendor::{self, CaseId, RowStatus, Variant, VendorReport};
 use mxbi::gemm::{gemm, BLayout, Matrix, Problem};
+use mxbi::order::InType;
 use mxbi::order::Order;
 
 /// Little-endian f32 values.
@@ -18,15 +19,15 @@ pub fn f32s(bytes: &[u8]) -> Vec<f32> {
 }
 
 /// Little-endian values of `d` widened to f32 (bf16: the high half).
-/// Panics on E4M3, which the capture tests never widen.
-pub fn widen(d: Dtype, bytes: &[u8]) -> Vec<f32> {
+/// Panics on the other types, which the capture tests never widen.
+pub fn widen(d: InType, bytes: &[u8]) -> Vec<f32> {
     match d {
-        Dtype::F32 => f32s(bytes),
-        Dtype::Bf16 => bytes
+        InType::F32 => f32s(bytes),
+        InType::Bf16 => bytes
             .chunks_exact(2)
             .map(|b| f32::from_bits((u16::from_le_bytes(b.try_into().unwrap()) as u32) << 16))
             .collect(),
-        Dtype::E4m3 => panic!("e4m3 values are not widened here"),
+        other => panic!("{} values are not widened here", other.name()),
     }
 }
 

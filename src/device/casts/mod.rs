@@ -31,8 +31,9 @@
 //! the hardware bytes.
 
 use super::{DeviceError, Result};
-use crate::device::capture::{sha256_hex, Capture};
+use crate::device::capture::Capture;
 use crate::format::{cast_f32_slice, encode_f32, CastPolicy, CastPreset, CodesMut, Format, Overflow, Rounding};
+use crate::io::sha256_hex;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

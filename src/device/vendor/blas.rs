@@ -189,11 +189,13 @@ impl Drop for Pref {
 // Problems, heuristics, algorithm configs.
 // ---------------------------------------------------------------------------
 
-fn lt_type(d: Dtype) -> lt::cudaDataType {
+fn lt_type(d: InType) -> lt::cudaDataType {
     match d {
-        Dtype::F32 => lt::cudaDataType::CUDA_R_32F,
-        Dtype::Bf16 => lt::cudaDataType::CUDA_R_16BF,
-        Dtype::E4m3 => lt::cudaDataType::CUDA_R_8F_E4M3,
+        InType::F32 => lt::cudaDataType::CUDA_R_32F,
+        InType::Bf16 => lt::cudaDataType::CUDA_R_16BF,
+        InType::E4M3 => lt::cudaDataType::CUDA_R_8F_E4M3,
+        InType::F16 => lt::cudaDataType::CUDA_R_16F,
+        InType::E5M2 => lt::cudaDataType::CUDA_R_8F_E5M2,
     }
 }
 

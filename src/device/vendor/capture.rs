@@ -122,8 +122,8 @@ pub struct CaseRun {
     pub case: CaseId,
     pub shape: String,
     pub api: Api,
-    pub input: Dtype,
-    pub output: Dtype,
+    pub input: InType,
+    pub output: InType,
     pub scaling: Scaling,
     /// `cublasGetMathMode` of the classic handle (cuBLAS cases).
     pub math_mode: Option<String>,

@@ -11,11 +11,23 @@ const KIND_WEIGHT_SCALES: u64 = 4;
 const KIND_ANCHOR_SCALES: u64 = 5;
 const KIND_NEIGHBOUR_SCALES: u64 = 6;
 
+/// The element type's tag in every input stream's index (the inputs are
+/// a function of it: f32 1, bf16 2, e4m3 3; f16 4, e5m2 5 name no case).
+fn tag(t: InType) -> u64 {
+    match t {
+        InType::F32 => 1,
+        InType::Bf16 => 2,
+        InType::E4M3 => 3,
+        InType::F16 => 4,
+        InType::E5M2 => 5,
+    }
+}
+
 /// The stream of one input: its kind, element type, shape and (for the
 /// neighbour rows) M. The anchor and the weights do not depend on M; the
 /// neighbours do, so each M sees different rows around the anchor.
-fn stream(seed: u64, kind: u64, dtype: Dtype, shape: &Shape, m: usize) -> SplitMix64 {
-    let index = (kind << 60) | (dtype.tag() << 56) | ((shape.n as u64) << 40) | ((shape.k as u64) << 24) | m as u64;
+fn stream(seed: u64, kind: u64, dtype: InType, shape: &Shape, m: usize) -> SplitMix64 {
+    let index = (kind << 60) | (tag(dtype) << 56) | ((shape.n as u64) << 40) | ((shape.k as u64) << 24) | m as u64;
     SplitMix64::for_item(seed, index)
 }
 
@@ -23,27 +35,29 @@ fn stream(seed: u64, kind: u64, dtype: Dtype, shape: &Shape, m: usize) -> SplitM
 /// same value truncated to its top 16 bits (exact, full 8-bit significand,
 /// so that f32 sums really round); e4m3 a code with random sign, exponent
 /// field 0..=8 (|v| < 4, subnormals included, never NaN) and mantissa.
-fn push_element(dtype: Dtype, r: &mut SplitMix64, out: &mut Vec<u8>) {
+/// The cases read no other type ([`super::CaseId::input`]).
+fn push_element(dtype: InType, r: &mut SplitMix64, out: &mut Vec<u8>) {
     match dtype {
-        Dtype::F32 | Dtype::Bf16 => {
+        InType::F32 | InType::Bf16 => {
             let v = (r.next_u32() >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0;
-            if dtype == Dtype::F32 {
+            if dtype == InType::F32 {
                 out.extend_from_slice(&v.to_le_bytes());
             } else {
                 out.extend_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes());
             }
         }
-        Dtype::E4m3 => {
+        InType::E4M3 => {
             let sign = r.below(2) as u8;
             let exp = r.below(9) as u8;
             let man = r.below(8) as u8;
             out.push(sign << 7 | exp << 3 | man);
         }
+        InType::F16 | InType::E5M2 => panic!("no vendor case reads {} inputs", dtype.name()),
     }
 }
 
-fn elements(dtype: Dtype, mut r: SplitMix64, count: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(count * dtype.size());
+fn elements(dtype: InType, mut r: SplitMix64, count: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(count * dtype.bytes());
     for _ in 0..count {
         push_element(dtype, &mut r, &mut out);
     }
@@ -51,18 +65,18 @@ fn elements(dtype: Dtype, mut r: SplitMix64, count: usize) -> Vec<u8> {
 }
 
 /// Weights `W[N,K]` row-major, raw little-endian elements.
-pub fn weights(dtype: Dtype, shape: &Shape, seed: u64) -> Vec<u8> {
+pub fn weights(dtype: InType, shape: &Shape, seed: u64) -> Vec<u8> {
     elements(dtype, stream(seed, KIND_WEIGHTS, dtype, shape, 0), shape.n * shape.k)
 }
 
 /// The anchor row (K elements), the same for every M and position.
-pub fn anchor(dtype: Dtype, shape: &Shape, seed: u64) -> Vec<u8> {
+pub fn anchor(dtype: InType, shape: &Shape, seed: u64) -> Vec<u8> {
     elements(dtype, stream(seed, KIND_ANCHOR, dtype, shape, 0), shape.k)
 }
 
 /// The M rows around the anchor, `X[M,K]` row-major before the anchor is
 /// written into one of them.
-pub fn neighbours(dtype: Dtype, shape: &Shape, m: usize, seed: u64) -> Vec<u8> {
+pub fn neighbours(dtype: InType, shape: &Shape, m: usize, seed: u64) -> Vec<u8> {
     elements(dtype, stream(seed, KIND_NEIGHBOURS, dtype, shape, m), m * shape.k)
 }
 
@@ -75,7 +89,7 @@ fn power_of_two_scales(mut r: SplitMix64, count: usize) -> Vec<f32> {
 /// Weight block scales, logical `[n_block][k_block]`.
 pub fn weight_block_scales(shape: &Shape, seed: u64) -> Vec<f32> {
     power_of_two_scales(
-        stream(seed, KIND_WEIGHT_SCALES, Dtype::E4m3, shape, 0),
+        stream(seed, KIND_WEIGHT_SCALES, InType::E4M3, shape, 0),
         shape.n_blocks() * shape.k_blocks(),
     )
 }
@@ -83,7 +97,7 @@ pub fn weight_block_scales(shape: &Shape, seed: u64) -> Vec<f32> {
 /// The anchor row's 1×128 scales, `[k_block]`.
 pub fn anchor_scales(shape: &Shape, seed: u64) -> Vec<f32> {
     power_of_two_scales(
-        stream(seed, KIND_ANCHOR_SCALES, Dtype::E4m3, shape, 0),
+        stream(seed, KIND_ANCHOR_SCALES, InType::E4M3, shape, 0),
         shape.k_blocks(),
     )
 }
@@ -91,7 +105,7 @@ pub fn anchor_scales(shape: &Shape, seed: u64) -> Vec<f32> {
 /// The neighbours' 1×128 scales, logical `[row][k_block]`.
 pub fn neighbour_scales(shape: &Shape, m: usize, seed: u64) -> Vec<f32> {
     power_of_two_scales(
-        stream(seed, KIND_NEIGHBOUR_SCALES, Dtype::E4m3, shape, m),
+        stream(seed, KIND_NEIGHBOUR_SCALES, InType::E4M3, shape, m),
         m * shape.k_blocks(),
     )
 }
@@ -129,8 +143,8 @@ pub fn vec128_layout(logical: &[f32], m: usize, shape: &Shape) -> Vec<f32> {
 /// not a model of the library's rounding.
 pub fn reference_row(case: CaseId, shape: &Shape, seed: u64) -> Vec<f64> {
     let dt = case.input();
-    let es = dt.size();
-    let a: Vec<f64> = anchor(dt, shape, seed).chunks(es).map(|b| dt.decode(b)).collect();
+    let es = dt.bytes();
+    let a: Vec<f64> = anchor(dt, shape, seed).chunks(es).map(|b| decode_le(dt, b)).collect();
     let w = weights(dt, shape, seed);
     let (l, kb) = (shape.k_blocks(), SCALE_BLOCK);
     let (ws, xs) = match case.scaling() {
@@ -145,13 +159,13 @@ pub fn reference_row(case: CaseId, shape: &Shape, seed: u64) -> Vec<f64> {
                 Scaling::Vec128Blk128 => (0..l)
                     .map(|b| {
                         let s: f64 = (b * kb..((b + 1) * kb).min(shape.k))
-                            .map(|i| a[i] * dt.decode(&row[i * es..]))
+                            .map(|i| a[i] * decode_le(dt, &row[i * es..]))
                             .sum();
                         s * ws[(j / kb) * l + b] as f64 * xs[b] as f64
                     })
                     .sum(),
                 scaling => {
-                    let s: f64 = (0..shape.k).map(|i| a[i] * dt.decode(&row[i * es..])).sum();
+                    let s: f64 = (0..shape.k).map(|i| a[i] * decode_le(dt, &row[i * es..])).sum();
                     if scaling == Scaling::Tensor {
                         s * TENSOR_SCALE_W as f64 * TENSOR_SCALE_X as f64
                     } else {

@@ -21,8 +21,8 @@ pub fn check_reference(case: CaseId, m: usize, row: &[u8], reference: &[f64]) ->
     let dt = case.output();
     let mut max_err = 0f64;
     let mut max_ref = 0f64;
-    for (b, r) in row.chunks(dt.size()).zip(reference) {
-        let y = dt.decode(b);
+    for (b, r) in row.chunks(dt.bytes()).zip(reference) {
+        let y = decode_le(dt, b);
         let e = if y.is_finite() { (y - r).abs() } else { f64::INFINITY };
         max_err = max_err.max(e);
         max_ref = max_ref.max(r.abs());
@@ -67,11 +67,11 @@ pub(super) fn row_bytes<'a>(e: &RowEntry, data: &'a [u8]) -> Result<Option<&'a [
 }
 
 /// Differing bytes and differing elements of two rows of `dtype`.
-pub fn row_diff(a: &[u8], b: &[u8], dtype: Dtype) -> (u64, u64) {
+pub fn row_diff(a: &[u8], b: &[u8], dtype: InType) -> (u64, u64) {
     let bytes = a.iter().zip(b).filter(|(x, y)| x != y).count() as u64;
     let elems = a
-        .chunks(dtype.size())
-        .zip(b.chunks(dtype.size()))
+        .chunks(dtype.bytes())
+        .zip(b.chunks(dtype.bytes()))
         .filter(|(x, y)| x != y)
         .count() as u64;
     (bytes, elems)
@@ -114,14 +114,14 @@ pub fn derive_tables(rows: &[RowEntry], data: &[u8], shapes: &[Shape]) -> Result
         {
             let bytes = row_bytes(r, data)?;
             if let Some(b) = bytes {
-                if b.len() != shape.n * out.size() {
+                if b.len() != shape.n * out.bytes() {
                     return Err(DeviceError::Capture(format!(
                         "{} M={} {}: row of {} bytes, expected {}",
                         case.name(),
                         r.m,
                         r.position,
                         b.len(),
-                        shape.n * out.size()
+                        shape.n * out.bytes()
                     )));
                 }
             }

@@ -31,8 +31,9 @@
 //! are regenerated from the seed, the table is derived from the stored
 //! anchor rows, and [`replay`] checks a capture on a machine without a GPU.
 
-use super::capture::{sha256_hex, Capture, CaptureWriter, Manifest};
+use super::capture::{Capture, CaptureWriter, Manifest};
 use super::{DeviceError, Result};
+use crate::io::sha256_hex;
 use crate::order::InType;
 use crate::rng::SplitMix64;
 use rayon::prelude::*;
@@ -81,47 +82,14 @@ pub const TENSOR_SCALE_X: f32 = 0.25;
 /// Block edge of the `VEC128_32F` / `BLK128x128_32F` scale modes.
 pub const SCALE_BLOCK: usize = 128;
 
-/// Element types of inputs and outputs: the subset of [`InType`] (and so
-/// of the element vocabulary `format::Format`) that the vendor cases use.
-/// Only the serialised names and the generator tag are this type's own;
-/// sizes and values come from the format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dtype {
-    F32,
-    Bf16,
-    E4m3,
-}
-
-impl Dtype {
-    /// The element type.
-    pub const fn in_type(self) -> InType {
-        match self {
-            Dtype::F32 => InType::F32,
-            Dtype::Bf16 => InType::Bf16,
-            Dtype::E4m3 => InType::E4M3,
-        }
-    }
-
-    pub fn size(self) -> usize {
-        self.in_type().bytes()
-    }
-
-    /// Exact value of one little-endian element.
-    pub fn decode(self, b: &[u8]) -> f64 {
-        match self.in_type().format() {
-            None => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-            Some(f) if self.size() == 2 => f.decode_f64(u16::from_le_bytes([b[0], b[1]])),
-            Some(f) => f.decode_f64(b[0] as u16),
-        }
-    }
-
-    fn tag(self) -> u64 {
-        match self {
-            Dtype::F32 => 1,
-            Dtype::Bf16 => 2,
-            Dtype::E4m3 => 3,
-        }
+/// The exact value of one little-endian element of type `t` (the
+/// vendor cases' inputs and outputs: f32, bf16, e4m3; f16 and e5m2 read
+/// as their two- and one-byte codes).
+pub fn decode_le(t: InType, b: &[u8]) -> f64 {
+    match t.format() {
+        None => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+        Some(f) if t.bytes() == 2 => f.decode_f64(u16::from_le_bytes([b[0], b[1]])),
+        Some(f) => f.decode_f64(b[0] as u16),
     }
 }
 
@@ -186,18 +154,18 @@ impl CaseId {
         }
     }
 
-    pub fn input(self) -> Dtype {
+    pub fn input(self) -> InType {
         match self {
-            CaseId::Sgemm | CaseId::LtF32 => Dtype::F32,
-            CaseId::GemmexBf16 | CaseId::LtBf16 => Dtype::Bf16,
-            CaseId::LtFp8Tensor | CaseId::LtFp8Vec128Blk128 => Dtype::E4m3,
+            CaseId::Sgemm | CaseId::LtF32 => InType::F32,
+            CaseId::GemmexBf16 | CaseId::LtBf16 => InType::Bf16,
+            CaseId::LtFp8Tensor | CaseId::LtFp8Vec128Blk128 => InType::E4M3,
         }
     }
 
-    pub fn output(self) -> Dtype {
+    pub fn output(self) -> InType {
         match self {
-            CaseId::Sgemm | CaseId::LtF32 => Dtype::F32,
-            _ => Dtype::Bf16,
+            CaseId::Sgemm | CaseId::LtF32 => InType::F32,
+            _ => InType::Bf16,
         }
     }
 
@@ -218,8 +186,8 @@ impl CaseId {
     /// (2⁻⁹); FP8 tensor-core accumulation plus bf16 output.
     pub fn tolerance(self) -> f64 {
         match self.output() {
-            Dtype::F32 => 1e-5,
-            _ if self.input() == Dtype::E4m3 => 2e-2,
+            InType::F32 => 1e-5,
+            _ if self.input() == InType::E4M3 => 2e-2,
             _ => 1e-2,
         }
     }
@@ -395,26 +363,26 @@ mod tests {
     #[test]
     fn generation_is_deterministic_and_m_dependent() {
         let s = Shape::new(32, 256);
-        for dt in [Dtype::F32, Dtype::Bf16, Dtype::E4m3] {
+        for dt in [InType::F32, InType::Bf16, InType::E4M3] {
             assert_eq!(weights(dt, &s, 1), weights(dt, &s, 1));
             assert_ne!(weights(dt, &s, 1), weights(dt, &s, 2));
-            assert_eq!(anchor(dt, &s, 1).len(), s.k * dt.size());
+            assert_eq!(anchor(dt, &s, 1).len(), s.k * dt.bytes());
             let n4 = neighbours(dt, &s, 4, 1);
             let n5 = neighbours(dt, &s, 5, 1);
             assert_eq!(n4, neighbours(dt, &s, 4, 1));
             // Different M, different neighbours (not a prefix of each other).
             assert_ne!(&n4[..], &n5[..n4.len()]);
-            assert_ne!(anchor(dt, &s, 1), n4[..s.k * dt.size()]);
-            for b in weights(dt, &s, 3).chunks(dt.size()) {
-                let v = dt.decode(b);
+            assert_ne!(anchor(dt, &s, 1), n4[..s.k * dt.bytes()]);
+            for b in weights(dt, &s, 3).chunks(dt.bytes()) {
+                let v = decode_le(dt, b);
                 assert!(v.is_finite() && v.abs() < 4.0, "{dt:?} {v}");
             }
         }
         // bf16 values are f32 values truncated: exact, and not all on a short grid.
-        let b = weights(Dtype::Bf16, &s, 5);
+        let b = weights(InType::Bf16, &s, 5);
         assert!(b.chunks(2).any(|c| c[0] & 1 == 1));
         // e4m3 codes never NaN.
-        assert!(weights(Dtype::E4m3, &s, 9).iter().all(|&c| c & 0x7F != 0x7F));
+        assert!(weights(InType::E4M3, &s, 9).iter().all(|&c| c & 0x7F != 0x7F));
     }
 
     #[test]
@@ -434,11 +402,11 @@ mod tests {
     fn reference_row_matches_a_direct_sum() {
         let s = Shape::new(16, 256);
         let r = reference_row(CaseId::LtF32, &s, 4);
-        let a = anchor(Dtype::F32, &s, 4);
-        let w = weights(Dtype::F32, &s, 4);
+        let a = anchor(InType::F32, &s, 4);
+        let w = weights(InType::F32, &s, 4);
         let j = 7;
         let direct: f64 = (0..s.k)
-            .map(|i| Dtype::F32.decode(&a[i * 4..]) * Dtype::F32.decode(&w[(j * s.k + i) * 4..]))
+            .map(|i| decode_le(InType::F32, &a[i * 4..]) * decode_le(InType::F32, &w[(j * s.k + i) * 4..]))
             .sum();
         assert_eq!(r[j], direct);
         let t = reference_row(CaseId::LtFp8Tensor, &s, 4);
@@ -456,9 +424,9 @@ mod tests {
     fn row_diff_counts_bytes_and_elements() {
         let a = [0u8, 0, 0, 0, 1, 2, 3, 4];
         let b = [0u8, 1, 0, 0, 1, 2, 3, 5];
-        assert_eq!(row_diff(&a, &b, Dtype::F32), (2, 2));
-        assert_eq!(row_diff(&a, &b, Dtype::Bf16), (2, 2));
-        assert_eq!(row_diff(&a, &a, Dtype::Bf16), (0, 0));
+        assert_eq!(row_diff(&a, &b, InType::F32), (2, 2));
+        assert_eq!(row_diff(&a, &b, InType::Bf16), (2, 2));
+        assert_eq!(row_diff(&a, &a, InType::Bf16), (0, 0));
     }
 
     #[test]

@@ -40,8 +40,8 @@ fn fetch(stream: &Arc<CudaStream>, y: &CudaSlice<u8>, off: usize, len: usize) ->
 
 /// The status of a fetched row: failed if any element still holds the
 /// sentinel.
-fn row_status(row: &[u8], out: Dtype) -> RowStatus {
-    let left = row.chunks(out.size()).filter(|c| c.iter().all(|&b| b == 0xFF)).count();
+fn row_status(row: &[u8], out: InType) -> RowStatus {
+    let left = row.chunks(out.bytes()).filter(|c| c.iter().all(|&b| b == 0xFF)).count();
     if left == 0 {
         RowStatus::Ok
     } else {
@@ -57,7 +57,7 @@ fn run_row(
     y: &mut CudaSlice<u8>,
     off: usize,
     len: usize,
-    out: Dtype,
+    out: InType,
     launch: impl FnOnce() -> Result<()>,
 ) -> Result<(RowStatus, Option<Vec<u8>>)> {
     sentinel(stream, y, off, len)?;
@@ -244,7 +244,7 @@ pub fn run(gpu: &Gpu, opts: &VendorOptions) -> Result<VendorRun> {
     let t0 = std::time::Instant::now();
 
     for shape in &opts.shapes {
-        for family in [Dtype::F32, Dtype::Bf16, Dtype::E4m3] {
+        for family in [InType::F32, InType::Bf16, InType::E4M3] {
             let cases: Vec<CaseId> = opts.cases.iter().copied().filter(|c| c.input() == family).collect();
             if cases.is_empty() {
                 continue;
@@ -317,7 +317,7 @@ fn sweep_family(
     timer: &Timer,
     opts: &VendorOptions,
     shape: &Shape,
-    family: Dtype,
+    family: InType,
     cases: &[CaseId],
     math_mode: &str,
     store: &mut RowStore,
@@ -325,7 +325,7 @@ fn sweep_family(
     runs: &mut Vec<CaseRun>,
 ) -> Result<()> {
     let stream = env.stream;
-    let (n, k, es) = (shape.n, shape.k, family.size());
+    let (n, k, es) = (shape.n, shape.k, family.bytes());
     let seed = opts.seed;
     let d_w = upload(stream, &weights(family, shape, seed), "upload weights")?;
     let anchor_host = anchor(family, shape, seed);
@@ -417,7 +417,7 @@ fn sweep_family(
         let x_ptr = raw_mut(&mut d_x, stream);
         let mut d_y: CudaSlice<u8> = stream.alloc_zeros(m * n * 4).map_err(driver_err("allocate output"))?;
         let y_ptr = raw_mut(&mut d_y, stream);
-        let n_scales = if family == Dtype::E4m3 {
+        let n_scales = if family == InType::E4M3 {
             neighbour_scales(shape, m, seed)
         } else {
             Vec::new()
@@ -427,7 +427,7 @@ fn sweep_family(
             stream
                 .memcpy_htod(&anchor_host, &mut d_x.slice_mut(xr.clone()))
                 .map_err(driver_err("write anchor row"))?;
-            let d_xs = if family == Dtype::E4m3 {
+            let d_xs = if family == InType::E4M3 {
                 let mut s = n_scales.clone();
                 s[pos.row * l..(pos.row + 1) * l].copy_from_slice(&a_scales);
                 Some(upload(
@@ -441,7 +441,7 @@ fn sweep_family(
             for st in states.iter_mut() {
                 let case = st.run.case;
                 let out = case.output();
-                let (off, len) = (pos.row * n * out.size(), n * out.size());
+                let (off, len) = (pos.row * n * out.bytes(), n * out.bytes());
                 let (sa, sb) = scale_ptrs(case, d_xs.as_ref());
                 let ptrs = Ptrs {
                     x: x_ptr,
@@ -572,7 +572,7 @@ fn sweep_family(
         }
 
         if opts.timing_m.contains(&m) {
-            let d_xs = if family == Dtype::E4m3 {
+            let d_xs = if family == InType::E4M3 {
                 Some(upload(
                     stream,
                     &vec128_layout(&n_scales, m, shape),
@@ -666,10 +666,10 @@ mod tests {
     #[test]
     fn sentinel_rows_are_failed() {
         let ok = [0u8, 0, 128, 63, 0xFF, 0xFF, 0xFF, 0x7F];
-        assert_eq!(row_status(&ok, Dtype::F32), RowStatus::Ok);
+        assert_eq!(row_status(&ok, InType::F32), RowStatus::Ok);
         let left = [0u8, 0, 0xFF, 0xFF];
-        assert!(matches!(row_status(&left, Dtype::Bf16), RowStatus::Failed(_)));
-        assert_eq!(row_status(&left, Dtype::F32), RowStatus::Ok);
+        assert!(matches!(row_status(&left, InType::Bf16), RowStatus::Failed(_)));
+        assert_eq!(row_status(&left, InType::F32), RowStatus::Ok);
     }
 
     #[test]

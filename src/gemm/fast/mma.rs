@@ -23,6 +23,7 @@
 
 use super::plan::{Op, Plan, Step};
 use super::{elementwise, Isa, TileBufs};
+use crate::format::{pow2, pow2_f32};
 use crate::order::Mma;
 use rayon::prelude::*;
 
@@ -330,17 +331,6 @@ fn specials(
                 f32::INFINITY
             };
         }
-    }
-}
-
-/// `2^e` as an f32, for the scale exponents -127..=127.
-#[inline]
-fn pow2_f32(e: i32) -> f32 {
-    debug_assert!((-127..=127).contains(&e));
-    if e >= -126 {
-        f32::from_bits(((e + 127) as u32) << 23)
-    } else {
-        f32::from_bits(1 << (e + 149))
     }
 }
 
@@ -769,11 +759,6 @@ fn rz(neg: bool, mag: u64, exp: i32, out: u32) -> f32 {
     }
 }
 
-#[inline(always)]
-fn pow2(e: i32) -> f64 {
-    f64::from_bits(((e + 1023) as u64) << 52)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,13 +784,6 @@ mod tests {
                 Round::Rz,
             );
             assert_eq!(rz(neg, mag, exp, out).to_bits(), want.to_bits(), "{mag} {exp} {out}");
-        }
-    }
-
-    #[test]
-    fn pow2_f32_is_exact() {
-        for e in -127..=127 {
-            assert_eq!(pow2_f32(e) as f64, 2f64.powi(e), "{e}");
         }
     }
 
