@@ -64,7 +64,7 @@ fn digest(a: &[f32], b: &[f32]) -> String {
     for v in a.iter().chain(b) {
         h.update(v.to_le_bytes());
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    mxbi::io::digest::hex_lower(&h.finalize())
 }
 
 /// The SHA-256 of MX operands: the format's name, then A's codes and
@@ -78,7 +78,7 @@ fn digest_mx(f: MxFormat, parts: [&[u8]; 4]) -> String {
     for p in parts {
         h.update(p);
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    mxbi::io::digest::hex_lower(&h.finalize())
 }
 
 /// `job-` and at least six digits.
