@@ -111,7 +111,7 @@ pub const DISPATCH: Kind = Kind {
     runner: false,
 };
 
-/// `exec:CMD`: an external runner (docs/RUNNERS.md).
+/// `exec:CMD`: an external runner (docs/BI.md, "Exec protocol").
 pub const EXEC: Kind = Kind {
     name: "exec",
     usage: "exec:CMD",
