@@ -247,23 +247,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
     if actual.judged == 0 && !matches!(std, Standard::MsprobeBinary) {
         return Err("no element has a finite golden: nothing to judge".into());
     }
-    let benchmark = match case.benchmark {
-        Some(b) => {
-            let m = metrics(b, case.golden);
-            if m.nonfinite > 0 && std.needs_benchmark() && !matches!(std, Standard::MsprobeBinary) {
-                let i = (0..n)
-                    .find(|&i| case.golden[i].is_finite() && !b[i].is_finite())
-                    .unwrap_or(0);
-                return Err(format!(
-                    "the benchmark is {} at element {i} where the golden is finite: the double benchmark cannot be formed",
-                    b[i]
-                ));
-            }
-            Some(m)
-        }
-        None if std.needs_benchmark() => return Err(format!("standard {std} needs a benchmark")),
-        None => None,
-    };
+    let benchmark = benchmark_metrics(std, case)?;
     let dtype = case.dtype;
     // the ATK ratios and the best level, wherever error_thd exists
     let ratios = match (&benchmark, ERROR_THD.values.get(dtype)) {
@@ -327,22 +311,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
             ));
         }
         Standard::MsprobeUlp => {
-            let thd = need(&MSPROBE_ULP, dtype, std)? as u64;
-            let b = case.benchmark.expect("checked above");
-            let judged: Vec<usize> = (0..n).filter(|&i| case.golden[i].is_finite()).collect();
-            let pick = |x: &[f64]| judged.iter().map(|&i| x[i]).collect::<Vec<f64>>();
-            let g = pick(case.golden_rounded);
-            let over_a = ulp::count_over(&pick(case.actual), &g, dtype, thd).map_err(|e| format!("actual: {e}"))?;
-            let over_b = ulp::count_over(&pick(b), &g, dtype, thd).map_err(|e| format!("benchmark: {e}"))?;
-            let share = over_a as f64 / judged.len() as f64;
-            let by_share = lt("share over the ULP threshold", share, all(&MSPROBE_ULP_SHARE));
-            let by_count = lt(
-                "elements over the ULP threshold vs benchmark",
-                over_a as f64,
-                over_b as f64,
-            );
-            checks.push(by_share);
-            checks.push(by_count);
+            checks.extend(msprobe_ulp_checks(std, case)?);
             either = true;
         }
         Standard::MsprobeBinary => {
@@ -356,42 +325,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
                 all(&MSPROBE_BINARY_RATE),
             ));
         }
-        Standard::AssertClose { rtol, atol } => {
-            let rtol = match rtol {
-                Some(r) => r,
-                None => need(&ASSERT_CLOSE_RTOL, dtype, std)?,
-            };
-            let atol = match atol {
-                Some(a) => a,
-                None => need(&ASSERT_CLOSE_ATOL, dtype, std)?,
-            };
-            let mut bad = 0usize;
-            let mut worst_excess = f64::NEG_INFINITY;
-            for (&a, &g) in case.actual.iter().zip(case.golden) {
-                let ok = if a.is_nan() || g.is_nan() {
-                    false
-                } else if a.is_infinite() || g.is_infinite() {
-                    a == g
-                } else {
-                    let allowed = atol + rtol * g.abs();
-                    worst_excess = worst_excess.max((a - g).abs() - allowed);
-                    (a - g).abs() <= allowed
-                };
-                bad += !ok as usize;
-            }
-            checks.push(le(
-                &format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"),
-                bad as f64,
-                0.0,
-            ));
-            checks.push(Check {
-                name: "max(|a-g| - atol - rtol|g|)".into(),
-                value: worst_excess,
-                limit: 0.0,
-                warn_limit: None,
-                status: if bad == 0 { Status::Pass } else { Status::Fail },
-            });
-        }
+        Standard::AssertClose { rtol, atol } => checks.extend(assert_close_checks(std, case, rtol, atol)?),
     }
     let statuses = checks.iter().map(|c| c.status);
     let status = if either { statuses.min() } else { statuses.max() }.unwrap_or(Status::Pass);
@@ -405,6 +339,99 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
         ratios,
         level,
     })
+}
+
+/// The benchmark's metrics (None: the case has none and `std` needs
+/// none); Err when `std` needs one and it is missing, or it is NaN or Inf
+/// where the golden is finite (the double benchmark cannot be formed).
+fn benchmark_metrics(std: &Standard, case: &Case) -> Result<Option<Metrics>, String> {
+    let n = case.actual.len();
+    Ok(match case.benchmark {
+        Some(b) => {
+            let m = metrics(b, case.golden);
+            if m.nonfinite > 0 && std.needs_benchmark() && !matches!(std, Standard::MsprobeBinary) {
+                let i = (0..n)
+                    .find(|&i| case.golden[i].is_finite() && !b[i].is_finite())
+                    .unwrap_or(0);
+                return Err(format!(
+                    "the benchmark is {} at element {i} where the golden is finite: the double benchmark cannot be formed",
+                    b[i]
+                ));
+            }
+            Some(m)
+        }
+        None if std.needs_benchmark() => return Err(format!("standard {std} needs a benchmark")),
+        None => None,
+    })
+}
+
+/// `msprobe-ulp`'s two checks (the standard passes when either does):
+/// the share of judged elements over the ULP threshold, and their count
+/// against the benchmark's.
+fn msprobe_ulp_checks(std: &Standard, case: &Case) -> Result<Vec<Check>, String> {
+    let (n, dtype) = (case.actual.len(), case.dtype);
+    let thd = need(&MSPROBE_ULP, dtype, std)? as u64;
+    let b = case.benchmark.expect("checked above");
+    let judged: Vec<usize> = (0..n).filter(|&i| case.golden[i].is_finite()).collect();
+    let pick = |x: &[f64]| judged.iter().map(|&i| x[i]).collect::<Vec<f64>>();
+    let g = pick(case.golden_rounded);
+    let over_a = ulp::count_over(&pick(case.actual), &g, dtype, thd).map_err(|e| format!("actual: {e}"))?;
+    let over_b = ulp::count_over(&pick(b), &g, dtype, thd).map_err(|e| format!("benchmark: {e}"))?;
+    let share = over_a as f64 / judged.len() as f64;
+    let by_share = lt("share over the ULP threshold", share, all(&MSPROBE_ULP_SHARE));
+    let by_count = lt(
+        "elements over the ULP threshold vs benchmark",
+        over_a as f64,
+        over_b as f64,
+    );
+    Ok(vec![by_share, by_count])
+}
+
+/// `assert-close`: every element within `atol + rtol |g|` (the dtype's
+/// defaults where not given), and the worst excess over that bound.
+fn assert_close_checks(
+    std: &Standard,
+    case: &Case,
+    rtol: Option<f64>,
+    atol: Option<f64>,
+) -> Result<Vec<Check>, String> {
+    let dtype = case.dtype;
+    let rtol = match rtol {
+        Some(r) => r,
+        None => need(&ASSERT_CLOSE_RTOL, dtype, std)?,
+    };
+    let atol = match atol {
+        Some(a) => a,
+        None => need(&ASSERT_CLOSE_ATOL, dtype, std)?,
+    };
+    let mut bad = 0usize;
+    let mut worst_excess = f64::NEG_INFINITY;
+    for (&a, &g) in case.actual.iter().zip(case.golden) {
+        let ok = if a.is_nan() || g.is_nan() {
+            false
+        } else if a.is_infinite() || g.is_infinite() {
+            a == g
+        } else {
+            let allowed = atol + rtol * g.abs();
+            worst_excess = worst_excess.max((a - g).abs() - allowed);
+            (a - g).abs() <= allowed
+        };
+        bad += !ok as usize;
+    }
+    Ok(vec![
+        le(
+            &format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"),
+            bad as f64,
+            0.0,
+        ),
+        Check {
+            name: "max(|a-g| - atol - rtol|g|)".into(),
+            value: worst_excess,
+            limit: 0.0,
+            warn_limit: None,
+            status: if bad == 0 { Status::Pass } else { Status::Fail },
+        },
+    ])
 }
 
 #[cfg(test)]

@@ -173,12 +173,21 @@ fn describe(v: &Variant, scheme: Scheme, fills: &[f32], lo: f32) -> String {
     }
 }
 
+/// A sampled probe: its key, its line in leaf space and the count it
+/// gave first.
+struct Probe {
+    key: Key,
+    /// (leaf, swamped) for every unit of the line
+    units: Vec<(u32, bool)>,
+    before: u32,
+}
+
 impl Prober<'_> {
-    /// Repeats a seeded sample of the tallied probes with other values
-    /// (module doc) and checks every answer against the probe's first
-    /// count. `shape` is the recovered tree (it says which units are
-    /// swamped).
-    pub(super) fn repeat(&mut self, shape: &Shape) -> Result<Repeats, RevealError> {
+    /// A seeded sample of the tallied probes (partial Fisher-Yates, then
+    /// in key order), each with its line in leaf space (units counted or
+    /// swamped under `shape`) and its first count; and the generator,
+    /// which goes on to draw the refill choices.
+    fn sample_probes(&self, shape: &Shape) -> (Vec<Probe>, crate::rng::SplitMix64) {
         let (m, kl, n, w) = (self.o.m, self.kl, self.o.n, self.window);
         let slots = match self.scheme {
             Scheme::Lines => m.max(n),
@@ -200,12 +209,6 @@ impl Prober<'_> {
         // the count it gave first
         let lca = shape.lca_sizes();
         let mut rows: HashMap<u32, Vec<u32>> = HashMap::new();
-        struct Probe {
-            key: Key,
-            /// (leaf, swamped) for every unit of the line
-            units: Vec<(u32, bool)>,
-            before: u32,
-        }
         let mut probes = Vec::with_capacity(s);
         for &key in &sample {
             let (p, q, c) = key;
@@ -230,6 +233,17 @@ impl Prober<'_> {
                 before: (act + 2).saturating_sub(v),
             });
         }
+        (probes, r)
+    }
+
+    /// Repeats a seeded sample of the tallied probes with other values
+    /// (module doc) and checks every answer against the probe's first
+    /// count. `shape` is the recovered tree (it says which units are
+    /// swamped).
+    pub(super) fn repeat(&mut self, shape: &Shape) -> Result<Repeats, RevealError> {
+        let (m, kl, n) = (self.o.m, self.kl, self.o.n);
+        let (probes, mut r) = self.sample_probes(shape);
+        let s = probes.len();
         let (lo, hi) = (self.lo, self.hi);
         let half = lo / 2.0;
         let fills: Vec<f32> = if exact(half, self.o.input, self.mx.is_some()) {
