@@ -80,7 +80,7 @@ impl Status<'_> {
 
 /// Narrows each range's runs of failing M by bisection (module doc), adds
 /// the bisected cells to `report` and its `m_ranges`. `opts` is the check
-/// that made `report` (unsharded), `ranges` from [`expand`].
+/// that made `report` (unsharded), `ranges` from [`super::expand`].
 pub fn bisect_ranges(
     subject: &dyn Subject,
     vs: Option<&dyn Subject>,

@@ -14,7 +14,7 @@ use crate::subject::{Knobs, Subject};
 /// Runs the whole check: every cell of every family, then one positive
 /// control per family. `progress(done, total)` is called after each cell.
 /// Err: bad options, no cell to check, or a subject reported
-/// [`SubjectError::Broken`] (the check stops at once; no report).
+/// [`crate::subject::SubjectError::Broken`] (the check stops at once; no report).
 pub fn check(
     subject: &dyn Subject,
     vs: Option<&dyn Subject>,

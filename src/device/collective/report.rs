@@ -22,7 +22,7 @@ pub struct CollectiveRecord {
     /// The op's path of each row on each rank, from the model's provenance.
     pub paths: Vec<String>,
     /// Reduce ops at WS >= 3: per rank, each run of output elements and
-    /// the rank orders reproducing it ([`reduction_orders`]).
+    /// the rank orders reproducing it ([`super::reduction_orders`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reduction_orders: Vec<String>,
     pub notes: Vec<String>,
