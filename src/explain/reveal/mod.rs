@@ -67,39 +67,25 @@ use crate::order::{InType, Order};
 use crate::subject::Subject;
 use std::collections::HashMap;
 
+mod error;
+mod keys;
+mod options;
 mod prober;
 mod repeat;
+mod repeats;
 mod tally;
 mod verify;
 
-pub use repeat::{ChangedAnswer, Repeats, REPEAT_PROBES};
+pub use error::RevealError;
+pub use options::{RevealOptions, Scheme, MAX_PROBES};
+pub use repeat::REPEAT_PROBES;
+pub use repeats::{ChangedAnswer, Repeats};
+
+use keys::{At, Key, NO_WINDOW};
 
 use prober::{magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
-
-/// What to reveal.
-#[derive(Clone, Copy, Debug)]
-pub struct RevealOptions {
-    /// The launch shape (the subject's tree may depend on it).
-    pub m: usize,
-    pub k: usize,
-    pub n: usize,
-    /// The element type the subject reads; probe values are exact in it.
-    pub input: InType,
-    /// Seed of the random verification inputs.
-    pub seed: u64,
-    /// Rows of the random verification launch compared byte for byte.
-    pub verify_rows: usize,
-}
-
-/// How probes were laid out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scheme {
-    Lines,
-    Diagonal,
-}
 
 /// A probe position whose answer contradicts the recovered tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -164,48 +150,6 @@ pub struct Revealed {
     /// stays the same bytes run to run; `mxbi reveal --timings` prints them).
     #[serde(skip)]
     pub timings: Vec<(&'static str, f64)>,
-}
-
-/// Why a reveal stopped.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum RevealError {
-    /// Bad options (sizes).
-    #[error("{0}")]
-    Options(String),
-    /// The subject did not answer (every failed launch of the round ran first).
-    #[error("{failed} of {launches} launches failed; first: {first}")]
-    Subject {
-        failed: usize,
-        launches: usize,
-        first: String,
-    },
-    /// Answers that are not counts, or that no static tree explains.
-    #[error("{0}")]
-    Inconsistent(String),
-    /// The same probes, repeated with other values, gave other counts: the
-    /// order depends on the data, no tree is reported (which probes
-    /// disagree: [`Repeats::changed`]).
-    #[error("the order depends on the data: {} of the {} probes repeated with other values gave other counts ({} of {} answers); no static tree describes the subject", .0.changed_probes, .0.probes, .0.changed_count, .0.answers)]
-    DataDependent(Box<Repeats>),
-}
-
-/// Most distinct probes one reveal may request: 2^24. Each keeps a tally of
-/// its answers (about 50 bytes), so the tallies stay under about 1 GiB;
-/// checked before each round, before its launches are built.
-pub const MAX_PROBES: usize = 1 << 24;
-
-/// The window index of a probe that counts every other term.
-const NO_WINDOW: u32 = u32::MAX;
-
-/// A probe: `+B` at p, `-B` at q, the window (chunk of the other terms)
-/// whose units it counts, or [`NO_WINDOW`].
-type Key = (u32, u32, u32);
-
-/// Where an answer sat: (launch, row, column).
-type At = (u32, u32, u32);
-
-fn at(launch: usize, row: usize, col: usize) -> At {
-    (launch as u32, row as u32, col as u32)
 }
 
 /// Every tallied answer against the recovered tree: (the
