@@ -15,7 +15,7 @@
 //! sums, and the standards treat it (a fail for the output under test,
 //! "cannot judge" for the benchmark). Sums run in element order in f64.
 
-use super::standards::RE_FLOOR;
+use super::table::RE_FLOOR;
 
 /// The metrics of one output against the golden.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]

@@ -17,7 +17,8 @@
 //! |---|---|
 //! | [`golden`] | exact sums of exact products (wide accumulator), MX block dots, FP8 products, roundings to an output type; f64 goldens with a bound |
 //! | [`metrics`] | RE, MaxRE, AvgRE, RMSE, EB |
-//! | [`standards`] | the table of thresholds; the standards' verdicts |
+//! | [`table`] | the one table of thresholds, limits and defaults, with sources |
+//! | [`standards`] | the standards' verdicts |
 //! | [`ulp`] | ULP distances, histogram, worst elements, cancellation labels |
 //! | [`scoped`] | worst errors per scope of a sweep; proposed atol/rtol |
 //! | [`report`] | one report: verdict, golden bound, ULP views |
@@ -29,6 +30,7 @@ pub mod report;
 pub mod scoped;
 pub mod standards;
 pub mod subject;
+pub mod table;
 pub mod ulp;
 
 pub use golden::{Bound, ExactSum, Golden};

@@ -1,6 +1,6 @@
-//! Accuracy standards: the one table of numbers ([`TABLE`]; docs/ACCURACY.md
-//! shows it as rendered by [`table_markdown`], and a test keeps the two
-//! equal) and the verdict of each standard.
+//! Accuracy standards: the verdict of each standard, from the one table of
+//! numbers ([`super::table`], whose items this module also re-exports
+//! under their old paths).
 //!
 //! Sources (the `source` column; docs/ACCURACY.md, "Sources"): §6 for the
 //! double benchmark of the Ascend ATK (`cv_fused_double_benchmark`), its
@@ -42,259 +42,8 @@ use crate::io::DType;
 use std::fmt;
 use std::str::FromStr;
 
-/// One value per output type (`None`: the source gives none).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PerDtype {
-    pub f16: Option<f64>,
-    pub bf16: Option<f64>,
-    pub f32: Option<f64>,
-    pub f64: Option<f64>,
-    pub e4m3: Option<f64>,
-    pub e5m2: Option<f64>,
-}
-
-impl PerDtype {
-    /// The same value for every type.
-    pub const fn all(v: f64) -> PerDtype {
-        PerDtype {
-            f16: Some(v),
-            bf16: Some(v),
-            f32: Some(v),
-            f64: Some(v),
-            e4m3: Some(v),
-            e5m2: Some(v),
-        }
-    }
-
-    pub fn get(&self, dtype: DType) -> Option<f64> {
-        match dtype {
-            DType::F16 => self.f16,
-            DType::BF16 => self.bf16,
-            DType::F32 => self.f32,
-            DType::F64 => self.f64,
-            DType::F8E4M3 => self.e4m3,
-            DType::F8E5M2 => self.e5m2,
-            _ => None,
-        }
-    }
-
-    fn cells(&self) -> [Option<f64>; 6] {
-        [self.f16, self.bf16, self.f32, self.f64, self.e4m3, self.e5m2]
-    }
-}
-
-/// One row of [`TABLE`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Row {
-    pub standard: &'static str,
-    pub quantity: &'static str,
-    pub values: PerDtype,
-    pub source: &'static str,
-}
-
-const fn p2(e: i32) -> f64 {
-    // exact for the small exponents used here
-    let mut v = 1.0;
-    let mut i = 0;
-    if e < 0 {
-        while i > e {
-            v /= 2.0;
-            i -= 1;
-        }
-    } else {
-        while i < e {
-            v *= 2.0;
-            i += 1;
-        }
-    }
-    v
-}
-
-const NONE: PerDtype = PerDtype {
-    f16: None,
-    bf16: None,
-    f32: None,
-    f64: None,
-    e4m3: None,
-    e5m2: None,
-};
-
-/// ATK `error_thd[dtype]` (fp64 uses fp32's).
-pub const ERROR_THD: Row = Row {
-    standard: "atk*",
-    quantity: "error_thd",
-    values: PerDtype {
-        f16: Some(p2(-11)),
-        bf16: Some(p2(-8)),
-        f32: Some(p2(-14)),
-        f64: Some(p2(-14)),
-        ..NONE
-    },
-    source: "§6",
-};
-/// ATK limit on `|EB(actual)|` (fp64 uses fp32's).
-pub const EB_LIMIT: Row = Row {
-    standard: "atk, atk-strict",
-    quantity: "max abs(EB)",
-    values: PerDtype {
-        f16: Some(p2(-10)),
-        bf16: Some(p2(-7)),
-        f32: Some(p2(-14)),
-        f64: Some(p2(-14)),
-        ..NONE
-    },
-    source: "§6",
-};
-pub const ATK_MAXRE: Row = ratio_row("atk, atk-l0", "MaxRE ratio <=", 10.0, "§6");
-pub const ATK_AVGRE: Row = ratio_row("atk, atk-l0", "AvgRE ratio <=", 2.0, "§6");
-pub const ATK_RMSE: Row = ratio_row("atk, atk-l0", "RMSE ratio <=", 2.0, "§6");
-pub const STRICT_MAXRE: Row = ratio_row("atk-strict, atk-l2", "MaxRE ratio <=", 2.0, "§6");
-pub const STRICT_AVGRE: Row = ratio_row("atk-strict, atk-l2", "AvgRE ratio <=", 1.2, "§6");
-pub const STRICT_RMSE: Row = ratio_row("atk-strict, atk-l2", "RMSE ratio <=", 1.2, "§6");
-pub const L1_MAXRE: Row = ratio_row("atk-l1", "MaxRE ratio <=", 5.0, "§6");
-pub const L1_AVGRE: Row = ratio_row("atk-l1", "AvgRE ratio <=", 1.5, "§6");
-pub const L1_RMSE: Row = ratio_row("atk-l1", "RMSE ratio <=", 1.5, "§6");
-/// Single-benchmark `T[dtype]`: pass iff AvgRE < T and MaxRE < 10 T.
-pub const SINGLE_T: Row = Row {
-    standard: "single",
-    quantity: "T",
-    values: PerDtype {
-        f16: Some(p2(-10)),
-        bf16: Some(p2(-7)),
-        f32: Some(p2(-13)),
-        e4m3: Some(p2(-3)),
-        e5m2: Some(p2(-2)),
-        ..NONE
-    },
-    source: "§6",
-};
-pub const SINGLE_MAXRE_FACTOR: Row = ratio_row("single", "MaxRE < factor x T", 10.0, "§6");
-pub const MSPROBE_RMSE_PASS: Row = ratio_row("msprobe", "RMSE ratio pass <=", 1.0, "§11");
-pub const MSPROBE_RMSE_WARN: Row = ratio_row("msprobe", "RMSE ratio warn <=", 2.0, "§11");
-pub const MSPROBE_MAXRE_PASS: Row = ratio_row("msprobe", "MaxRE ratio pass <=", 1.0, "§11");
-pub const MSPROBE_MAXRE_WARN: Row = ratio_row("msprobe", "MaxRE ratio warn <=", 10.0, "§11");
-/// msprobe ULP threshold per dtype.
-pub const MSPROBE_ULP: Row = Row {
-    standard: "msprobe-ulp",
-    quantity: "ULP threshold",
-    values: PerDtype {
-        f16: Some(1.0),
-        bf16: Some(1.0),
-        f32: Some(32.0),
-        ..NONE
-    },
-    source: "§11",
-};
-pub const MSPROBE_ULP_SHARE: Row = ratio_row("msprobe-ulp", "share over threshold <", 0.001, "§11");
-pub const MSPROBE_BINARY_RATE: Row = ratio_row("msprobe-binary", "error rate <=", 0.0, "§11");
-/// PyTorch `assert_close` default rtol.
-pub const ASSERT_CLOSE_RTOL: Row = Row {
-    standard: "assert-close",
-    quantity: "rtol",
-    values: PerDtype {
-        f16: Some(1e-3),
-        bf16: Some(1.6e-2),
-        f32: Some(1.3e-6),
-        ..NONE
-    },
-    source: "§11",
-};
-/// PyTorch `assert_close` default atol.
-pub const ASSERT_CLOSE_ATOL: Row = Row {
-    standard: "assert-close",
-    quantity: "atol",
-    values: PerDtype {
-        f16: Some(1e-5),
-        bf16: Some(1e-5),
-        f32: Some(1e-5),
-        ..NONE
-    },
-    source: "§11",
-};
-/// The `1e-7` in `RE = |a - g| / (|g| + 1e-7)`.
-pub const RE_FLOOR_ROW: Row = ratio_row("metrics", "RE denominator floor", 1e-7, "§6");
-/// Least `sum|a_k b_k| / |sum a_k b_k|` for the `cancellation` label (ours).
-pub const CANCELLATION_ROW: Row = ratio_row("ulp view", "cancellation ratio >=", 2.0, "ours");
-
-const fn ratio_row(standard: &'static str, quantity: &'static str, v: f64, source: &'static str) -> Row {
-    Row {
-        standard,
-        quantity,
-        values: PerDtype::all(v),
-        source,
-    }
-}
-
-/// Every number the standards use, in one table.
-pub const TABLE: [Row; 24] = [
-    ERROR_THD,
-    EB_LIMIT,
-    ATK_MAXRE,
-    ATK_AVGRE,
-    ATK_RMSE,
-    STRICT_MAXRE,
-    STRICT_AVGRE,
-    STRICT_RMSE,
-    L1_MAXRE,
-    L1_AVGRE,
-    L1_RMSE,
-    SINGLE_T,
-    SINGLE_MAXRE_FACTOR,
-    MSPROBE_RMSE_PASS,
-    MSPROBE_RMSE_WARN,
-    MSPROBE_MAXRE_PASS,
-    MSPROBE_MAXRE_WARN,
-    MSPROBE_ULP,
-    MSPROBE_ULP_SHARE,
-    MSPROBE_BINARY_RATE,
-    ASSERT_CLOSE_RTOL,
-    ASSERT_CLOSE_ATOL,
-    RE_FLOOR_ROW,
-    CANCELLATION_ROW,
-];
-
-const fn value_of(row: &Row) -> f64 {
-    match row.values.f32 {
-        Some(v) => v,
-        None => panic!("a row without an f32 value"),
-    }
-}
-
-/// [`RE_FLOOR_ROW`]'s value.
-pub const RE_FLOOR: f64 = value_of(&RE_FLOOR_ROW);
-/// [`CANCELLATION_ROW`]'s value.
-pub const CANCELLATION_MIN_RATIO: f64 = value_of(&CANCELLATION_ROW);
-
-/// A number as the table shows it: `2^e` for powers of two up to 1/4,
-/// scientific below 1e-3, else the shortest decimal.
-fn show(v: f64) -> String {
-    if v > 0.0 && v <= 0.25 && v.to_bits() & ((1 << 52) - 1) == 0 {
-        let e = ((v.to_bits() >> 52) as i32) - 1023;
-        return format!("2^{e}");
-    }
-    if v > 0.0 && v < 1e-3 {
-        return format!("{v:e}");
-    }
-    format!("{v}")
-}
-
-/// The table as Markdown (docs/ACCURACY.md holds exactly this).
-pub fn table_markdown() -> String {
-    let mut s = String::from(
-        "| standard | quantity | f16 | bf16 | f32 | f64 | e4m3 | e5m2 | source |\n|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for r in TABLE {
-        let cells: Vec<String> = r.values.cells().iter().map(|c| c.map_or("-".into(), show)).collect();
-        s.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            r.standard,
-            r.quantity,
-            cells.join(" | "),
-            r.source
-        ));
-    }
-    s
-}
+/// The table, also under its old paths (`accuracy::standards::TABLE`, ...).
+pub use super::table::*;
 
 /// A standard a case is judged by.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -498,23 +247,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
     if actual.judged == 0 && !matches!(std, Standard::MsprobeBinary) {
         return Err("no element has a finite golden: nothing to judge".into());
     }
-    let benchmark = match case.benchmark {
-        Some(b) => {
-            let m = metrics(b, case.golden);
-            if m.nonfinite > 0 && std.needs_benchmark() && !matches!(std, Standard::MsprobeBinary) {
-                let i = (0..n)
-                    .find(|&i| case.golden[i].is_finite() && !b[i].is_finite())
-                    .unwrap_or(0);
-                return Err(format!(
-                    "the benchmark is {} at element {i} where the golden is finite: the double benchmark cannot be formed",
-                    b[i]
-                ));
-            }
-            Some(m)
-        }
-        None if std.needs_benchmark() => return Err(format!("standard {std} needs a benchmark")),
-        None => None,
-    };
+    let benchmark = benchmark_metrics(std, case)?;
     let dtype = case.dtype;
     // the ATK ratios and the best level, wherever error_thd exists
     let ratios = match (&benchmark, ERROR_THD.values.get(dtype)) {
@@ -578,22 +311,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
             ));
         }
         Standard::MsprobeUlp => {
-            let thd = need(&MSPROBE_ULP, dtype, std)? as u64;
-            let b = case.benchmark.expect("checked above");
-            let judged: Vec<usize> = (0..n).filter(|&i| case.golden[i].is_finite()).collect();
-            let pick = |x: &[f64]| judged.iter().map(|&i| x[i]).collect::<Vec<f64>>();
-            let g = pick(case.golden_rounded);
-            let over_a = ulp::count_over(&pick(case.actual), &g, dtype, thd).map_err(|e| format!("actual: {e}"))?;
-            let over_b = ulp::count_over(&pick(b), &g, dtype, thd).map_err(|e| format!("benchmark: {e}"))?;
-            let share = over_a as f64 / judged.len() as f64;
-            let by_share = lt("share over the ULP threshold", share, all(&MSPROBE_ULP_SHARE));
-            let by_count = lt(
-                "elements over the ULP threshold vs benchmark",
-                over_a as f64,
-                over_b as f64,
-            );
-            checks.push(by_share);
-            checks.push(by_count);
+            checks.extend(msprobe_ulp_checks(std, case)?);
             either = true;
         }
         Standard::MsprobeBinary => {
@@ -607,42 +325,7 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
                 all(&MSPROBE_BINARY_RATE),
             ));
         }
-        Standard::AssertClose { rtol, atol } => {
-            let rtol = match rtol {
-                Some(r) => r,
-                None => need(&ASSERT_CLOSE_RTOL, dtype, std)?,
-            };
-            let atol = match atol {
-                Some(a) => a,
-                None => need(&ASSERT_CLOSE_ATOL, dtype, std)?,
-            };
-            let mut bad = 0usize;
-            let mut worst_excess = f64::NEG_INFINITY;
-            for (&a, &g) in case.actual.iter().zip(case.golden) {
-                let ok = if a.is_nan() || g.is_nan() {
-                    false
-                } else if a.is_infinite() || g.is_infinite() {
-                    a == g
-                } else {
-                    let allowed = atol + rtol * g.abs();
-                    worst_excess = worst_excess.max((a - g).abs() - allowed);
-                    (a - g).abs() <= allowed
-                };
-                bad += !ok as usize;
-            }
-            checks.push(le(
-                &format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"),
-                bad as f64,
-                0.0,
-            ));
-            checks.push(Check {
-                name: "max(|a-g| - atol - rtol|g|)".into(),
-                value: worst_excess,
-                limit: 0.0,
-                warn_limit: None,
-                status: if bad == 0 { Status::Pass } else { Status::Fail },
-            });
-        }
+        Standard::AssertClose { rtol, atol } => checks.extend(assert_close_checks(std, case, rtol, atol)?),
     }
     let statuses = checks.iter().map(|c| c.status);
     let status = if either { statuses.min() } else { statuses.max() }.unwrap_or(Status::Pass);
@@ -656,6 +339,99 @@ pub fn evaluate(std: &Standard, case: &Case) -> Result<Verdict, String> {
         ratios,
         level,
     })
+}
+
+/// The benchmark's metrics (None: the case has none and `std` needs
+/// none); Err when `std` needs one and it is missing, or it is NaN or Inf
+/// where the golden is finite (the double benchmark cannot be formed).
+fn benchmark_metrics(std: &Standard, case: &Case) -> Result<Option<Metrics>, String> {
+    let n = case.actual.len();
+    Ok(match case.benchmark {
+        Some(b) => {
+            let m = metrics(b, case.golden);
+            if m.nonfinite > 0 && std.needs_benchmark() && !matches!(std, Standard::MsprobeBinary) {
+                let i = (0..n)
+                    .find(|&i| case.golden[i].is_finite() && !b[i].is_finite())
+                    .unwrap_or(0);
+                return Err(format!(
+                    "the benchmark is {} at element {i} where the golden is finite: the double benchmark cannot be formed",
+                    b[i]
+                ));
+            }
+            Some(m)
+        }
+        None if std.needs_benchmark() => return Err(format!("standard {std} needs a benchmark")),
+        None => None,
+    })
+}
+
+/// `msprobe-ulp`'s two checks (the standard passes when either does):
+/// the share of judged elements over the ULP threshold, and their count
+/// against the benchmark's.
+fn msprobe_ulp_checks(std: &Standard, case: &Case) -> Result<Vec<Check>, String> {
+    let (n, dtype) = (case.actual.len(), case.dtype);
+    let thd = need(&MSPROBE_ULP, dtype, std)? as u64;
+    let b = case.benchmark.expect("checked above");
+    let judged: Vec<usize> = (0..n).filter(|&i| case.golden[i].is_finite()).collect();
+    let pick = |x: &[f64]| judged.iter().map(|&i| x[i]).collect::<Vec<f64>>();
+    let g = pick(case.golden_rounded);
+    let over_a = ulp::count_over(&pick(case.actual), &g, dtype, thd).map_err(|e| format!("actual: {e}"))?;
+    let over_b = ulp::count_over(&pick(b), &g, dtype, thd).map_err(|e| format!("benchmark: {e}"))?;
+    let share = over_a as f64 / judged.len() as f64;
+    let by_share = lt("share over the ULP threshold", share, all(&MSPROBE_ULP_SHARE));
+    let by_count = lt(
+        "elements over the ULP threshold vs benchmark",
+        over_a as f64,
+        over_b as f64,
+    );
+    Ok(vec![by_share, by_count])
+}
+
+/// `assert-close`: every element within `atol + rtol |g|` (the dtype's
+/// defaults where not given), and the worst excess over that bound.
+fn assert_close_checks(
+    std: &Standard,
+    case: &Case,
+    rtol: Option<f64>,
+    atol: Option<f64>,
+) -> Result<Vec<Check>, String> {
+    let dtype = case.dtype;
+    let rtol = match rtol {
+        Some(r) => r,
+        None => need(&ASSERT_CLOSE_RTOL, dtype, std)?,
+    };
+    let atol = match atol {
+        Some(a) => a,
+        None => need(&ASSERT_CLOSE_ATOL, dtype, std)?,
+    };
+    let mut bad = 0usize;
+    let mut worst_excess = f64::NEG_INFINITY;
+    for (&a, &g) in case.actual.iter().zip(case.golden) {
+        let ok = if a.is_nan() || g.is_nan() {
+            false
+        } else if a.is_infinite() || g.is_infinite() {
+            a == g
+        } else {
+            let allowed = atol + rtol * g.abs();
+            worst_excess = worst_excess.max((a - g).abs() - allowed);
+            (a - g).abs() <= allowed
+        };
+        bad += !ok as usize;
+    }
+    Ok(vec![
+        le(
+            &format!("elements with |a-g| > {atol:e} + {rtol:e}|g|"),
+            bad as f64,
+            0.0,
+        ),
+        Check {
+            name: "max(|a-g| - atol - rtol|g|)".into(),
+            value: worst_excess,
+            limit: 0.0,
+            warn_limit: None,
+            status: if bad == 0 { Status::Pass } else { Status::Fail },
+        },
+    ])
 }
 
 #[cfg(test)]

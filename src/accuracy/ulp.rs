@@ -22,7 +22,7 @@
 //! * `nonfinite`: the output or the rounded golden is NaN or Inf.
 
 use super::golden::element_format;
-use super::standards::CANCELLATION_MIN_RATIO;
+use super::table::CANCELLATION_MIN_RATIO;
 use crate::format::pow2;
 use crate::format::{encode_f64, CastPolicy};
 use crate::io::DType;

@@ -28,7 +28,7 @@
 
 use super::content::Content;
 use super::family::{Family, RowPos};
-use super::run::{edge_ms, CheckOptions};
+use super::options::{edge_ms, CheckOptions};
 use crate::order::InType;
 use crate::subject::Knobs;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

@@ -112,6 +112,18 @@ pub const MAX_EXP_SPAN: u32 = 127;
 pub const MAX_MANT_BITS: u32 = 23;
 
 impl Content {
+    /// This content as the content class draws it: `others` set back to
+    /// `drawn` (what [`super::Rows`] draws a row from before `others`
+    /// applies).
+    pub fn drawing(&self) -> Content {
+        Content {
+            others: Others::Drawn,
+            ..*self
+        }
+    }
+}
+
+impl Content {
     /// Checks the bounds (one line naming the field).
     pub fn validate(&self) -> Result<(), String> {
         if let Some(s) = self.exp_span.filter(|&s| s > MAX_EXP_SPAN) {

@@ -17,7 +17,8 @@
 //!   two answers are the same bytes (inputs that are all zero).
 //! - Cost: two runs of one small batch per subject (plus the model's two).
 
-use super::run::{run_batch, Batch, CheckOptions, Session};
+use super::options::CheckOptions;
+use super::session::{run_batch, Batch, Session};
 use crate::order::Order;
 use crate::subject::{Model, Subject};
 

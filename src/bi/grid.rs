@@ -11,8 +11,8 @@
 //! - A grid row is one value of (knobs, M); a grid column one value of
 //!   (family, K, N, row, rank).
 
-use super::report::Cell;
-use super::verdict::RowDiff;
+use super::cell::Cell;
+use super::verdict::{severity, RowDiff};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::sync::OnceLock;
@@ -322,10 +322,7 @@ impl Grid {
         for (r, row) in self.rows.iter().zip(&self.at) {
             let mut line = format!("{:<lw$}", r.label());
             for (sq, w) in row.iter().zip(&widths) {
-                let worst = sq
-                    .iter()
-                    .map(|&i| cells[i].verdict)
-                    .max_by_key(|v| super::heatmap::severity(*v));
+                let worst = sq.iter().map(|&i| cells[i].verdict).max_by_key(|v| severity(*v));
                 let _ = write!(line, "{:<w$}", worst.map_or(' ', symbol));
             }
             s.push_str(line.trim_end());

@@ -14,7 +14,7 @@
 
 use super::grid::Grid;
 use super::report::Report;
-use super::verdict::Verdict;
+use super::verdict::{severity, Verdict};
 use svg::node::element::{Group, Rectangle, Text, Title};
 use svg::Document;
 
@@ -26,17 +26,6 @@ pub fn colour(v: Verdict) -> &'static str {
         Verdict::NonDet => "#ef6c00",
         Verdict::Vacuous => "#9e9e9e",
         Verdict::Error => "#6a1b9a",
-    }
-}
-
-/// How bad a verdict is, for squares holding several cells.
-pub(super) fn severity(v: Verdict) -> u8 {
-    match v {
-        Verdict::Fail => 4,
-        Verdict::NonDet => 3,
-        Verdict::Error => 2,
-        Verdict::Vacuous => 1,
-        Verdict::Pass => 0,
     }
 }
 

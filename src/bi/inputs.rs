@@ -76,21 +76,6 @@ pub fn input_of(order: &Order) -> InType {
     order.mma().map_or(InType::F32, |m| m.input)
 }
 
-/// Row ids: the target row is id 0; the other rows of a batch come from a
-/// set (A = 0, B = 1) and their index in it.
-pub fn other_id(set: u64, j: usize) -> u64 {
-    1 + (set << 40) + j as u64
-}
-
-/// The row ids of the checker's batch of `m` rows: the target (id 0) at
-/// `at`, the others from `set` in order (the one numbering every family,
-/// `mxbi explain --case` and the fuzzer's explanation rebuild).
-pub fn target_batch(m: usize, at: usize, set: u64) -> Vec<u64> {
-    let mut ids: Vec<u64> = (0..m - 1).map(|j| other_id(set, j)).collect();
-    ids.insert(at, 0);
-    ids
-}
-
 /// Rows of A and the shared B of one run.
 #[derive(Clone, Debug)]
 pub struct Rows {
@@ -179,6 +164,7 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bi::other_id;
 
     #[test]
     fn a_row_is_the_same_wherever_it_sits() {

@@ -29,7 +29,7 @@
 //!   the same row at positions 0, mid and last of batches of M {2, 17, 33,
 //!   128, 257, 1024}, K = N = 2048, bf16 inputs (family `anchor`; 18 cells
 //!   listed, 17 run: at M = 2 mid and last are one row).
-//! - `edges`: M from the subject's own boundaries ([`super::edge_ms`]; only
+//! - `edges`: M from the subject's own boundaries ([`super::options::edge_ms`]; only
 //!   multiples of its world size), families `batch` (baseline: the
 //!   smallest M) and `content`, K = 1024, N = 64.
 //!
@@ -37,12 +37,16 @@
 //! narrower one ([`Subject::input`] other than f32), which then wins.
 
 use super::content::Content;
+use super::control::control;
 use super::depends::input_dependence;
-use super::edge_ms;
+use super::execute::run_plan;
 use super::family::{Family, RowPos};
 use super::inputs::Draw;
+use super::limits::Limits;
+use super::options::{edge_ms, CheckOptions};
+use super::plan::{listed, plans, Plan};
 use super::report::{MatrixInfo, Report};
-use super::run::{control, listed, plans, run_plan, CheckOptions, Limits, Plan, Session};
+use super::session::Session;
 use crate::order::InType;
 use crate::subject::{Knobs, ScaleKind, Subject};
 use std::collections::BTreeMap;

@@ -17,7 +17,9 @@
 //!   the unsharded report byte for byte; its shard, if the format has one,
 //!   is null.
 
-use super::report::{Cell, Control, Report, REPORT_SCHEMA};
+use super::cell::Cell;
+use super::control::Control;
+use super::report::{Report, REPORT_SCHEMA};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -110,7 +112,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report, String> {
     merged.cells = cells.into_values().map(|(_, c)| c).collect();
     merged.controls = controls.into_iter().map(|(_, c)| c).collect();
     merged.finish();
-    let mut witnesses: Vec<super::witness::CellWitness> = Vec::new();
+    let mut witnesses: Vec<super::cell_witness::CellWitness> = Vec::new();
     for (_, r) in inputs {
         for w in &r.witnesses {
             if !witnesses.iter().any(|x| x.cell == w.cell) {

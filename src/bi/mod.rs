@@ -53,44 +53,58 @@
 //! - Deterministic: inputs come from the seed through [`crate::rng`]; the
 //!   same command gives the same report bytes on any machine.
 
+mod bisect;
 mod case;
+mod cell;
+mod cell_witness;
 mod confirm;
 mod content;
+mod control;
 mod depends;
+mod execute;
 pub mod explanation;
 mod family;
 mod grid;
 mod heatmap;
 mod inputs;
+mod limits;
 mod matrix;
 mod merge;
 mod mrange;
+mod options;
 mod others;
+mod plan;
 pub mod power;
 mod report;
+mod row_ids;
 mod run;
 mod separating;
+mod session;
 mod verdict;
 pub mod witness;
 
+pub use bisect::bisect_ranges;
 pub use case::{
     case_schema, parse_json, BiStandard, Case, CaseVersion, Input, MSpec, Pos, Standard, CASE_SCHEMA, MAX_CASE_BYTES,
 };
+pub use cell::Cell;
 pub use confirm::{NonDetRate, DEFAULT_CONFIRM, MAX_CONFIRM};
 pub use content::{Content, ContentClass};
+pub use control::Control;
 pub use explanation::{Explanation, Known, SideStory, EXPLANATION_SCHEMA};
 pub use family::{Family, RowPos};
 pub use grid::{knobs, symbol, Grid};
 pub use heatmap::heatmap;
-pub use inputs::{input_of, other_id, target_batch, Draw, Rows};
+pub use inputs::{input_of, Draw, Rows};
+pub use limits::Limits;
 pub use matrix::{builtin, parse_shard, run_matrix, run_matrix_on, Factory, Job, BUILTINS};
 pub use merge::merge;
-pub use mrange::{
-    bisect_ranges, expand, parse_ms, sample, FailRun, MItem, MRangeResult, MAX_BOUNDARIES, MAX_MS, MAX_RANGE_SAMPLES,
-};
+pub use mrange::{expand, parse_ms, sample, FailRun, MItem, MRangeResult, MAX_BOUNDARIES, MAX_MS, MAX_RANGE_SAMPLES};
+pub use options::{edge_ms, CheckOptions};
 pub use others::Others;
-pub use report::{CaseInfo, Cell, Control, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
-pub use run::{check_cells, check_content, check_shard, check_shard_content, edge_ms, CheckOptions, Limits};
+pub use report::{CaseInfo, MatrixInfo, Options, Report, Summary, REPORT_SCHEMA};
+pub use row_ids::{other_id, target_batch};
+pub use run::{check_cells, check_content, check_shard, check_shard_content};
 pub use verdict::{compare_rows, Offender, RowDiff, Verdict};
 
 pub use run::check;

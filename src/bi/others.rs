@@ -38,8 +38,7 @@
 //!     `at` is odd). In a batch of other rows only (permutation, repeat:
 //!     `j` = position) the even positions are zero.
 
-use super::content::Content;
-use super::inputs::other_id;
+use super::row_ids::{other_id, set_and_index};
 use crate::format::{encode_f32, CastPolicy};
 use crate::order::InType;
 use schemars::JsonSchema;
@@ -58,9 +57,6 @@ pub enum Others {
     Huge,
     ZeroBeside,
 }
-
-/// Bits of a row id below the set (see [`other_id`]).
-const SET_SHIFT: u32 = 40;
 
 impl Others {
     /// Simplest first (the order shrinking prefers: `drawn` first).
@@ -97,7 +93,7 @@ impl Others {
         if id == 0 {
             return drawn(0);
         }
-        let (set, j) = ((id - 1) >> SET_SHIFT, (id - 1) & ((1u64 << SET_SHIFT) - 1));
+        let (set, j) = set_and_index(id);
         match self {
             Others::Drawn => drawn(id),
             Others::Zero => vec![0.0; k],
@@ -120,18 +116,6 @@ impl std::str::FromStr for Others {
                 Others::ALL.map(|c| c.name()).join(", ")
             )
         })
-    }
-}
-
-impl Content {
-    /// This content as the content class draws it: `others` set back to
-    /// `drawn` (what [`super::Rows`] draws a row from before `others`
-    /// applies).
-    pub fn drawing(&self) -> Content {
-        Content {
-            others: Others::Drawn,
-            ..*self
-        }
     }
 }
 
@@ -180,7 +164,7 @@ fn scaled(mut row: Vec<f32>, ty: InType, dir: i32) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bi::{ContentClass, Rows};
+    use crate::bi::{Content, ContentClass, Rows};
 
     fn rows(ty: InType, class: ContentClass, others: Others) -> Rows {
         let c = Content {

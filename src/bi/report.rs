@@ -2,71 +2,20 @@
 //! JSON (`mxbi-bi-report/1`), a Markdown table and a terminal summary.
 
 use super::case::Standard;
+use super::cell::Cell;
+use super::cell_witness::CellWitness;
+use super::control::Control;
 use super::explanation::Explanation;
 use super::family::Family;
 use super::grid::{knob_text, settings, sort_cells};
-use super::inputs::Draw;
-use super::power::Power;
-use super::run::CheckOptions;
-use super::verdict::{RowDiff, Verdict};
-use crate::subject::Knobs;
+use super::mrange::MRangeResult;
+use super::options::CheckOptions;
+use super::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 pub const REPORT_SCHEMA: &str = "mxbi-bi-report/1";
-
-/// One cell's verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    pub id: String,
-    pub family: Family,
-    pub subject: String,
-    pub m: usize,
-    pub k: usize,
-    pub n: usize,
-    /// Target-row position (`0`, `mid`, `last`) or `all`.
-    pub row: String,
-    /// The rank (op subjects); null for single-device subjects.
-    pub rank: Option<usize>,
-    /// The subject setting of a matrix cell (only the knobs set).
-    #[serde(flatten)]
-    pub knobs: Knobs,
-    /// How the inputs were drawn, when not the default (`unit`: the
-    /// vacuity probes of the `seed000` matrix).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inputs: Option<Draw>,
-    /// Rank cells: the paths compared, variant vs baseline (`GATHER vs
-    /// LOCAL`: the row received by rank r vs the row in its owner's shard).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    pub verdict: Verdict,
-    #[serde(flatten)]
-    pub diff: RowDiff,
-    /// Why the verdict is ERROR, NON_DET or VACUOUS.
-    pub reason: Option<String>,
-    /// The power of the cell's inputs (docs/BI.md, "Power"); null when the
-    /// subject gave no bytes to measure it in (an ERROR).
-    #[serde(default)]
-    pub power: Option<Power>,
-    // -- confirm (bi::confirm) --
-    /// NON_DET cells: how often re-runs of a side disagreed with its first
-    /// run (the reason says the same in words).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nondet_rate: Option<super::confirm::NonDetRate>,
-}
-
-/// A positive control: a cell run on a subject built to fail it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Control {
-    pub family: Family,
-    pub cell: String,
-    pub subject: String,
-    pub verdict: Verdict,
-    pub expected: Verdict,
-    /// The control failed as it must; false makes the whole run invalid.
-    pub held: bool,
-}
 
 /// Counts per verdict, and whether the run is valid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -176,14 +125,14 @@ pub struct Report {
     /// M ranges (`--m 1..512`): each range's runs of failing M, their
     /// ends found by bisection (bi::mrange).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub m_ranges: Vec<super::mrange::MRangeResult>,
+    pub m_ranges: Vec<MRangeResult>,
     /// Cells in the canonical order (`grid`'s module doc).
     pub cells: Vec<Cell>,
     pub controls: Vec<Control>,
     /// `--witness`: the witness checks of cells whose two sides' orders
     /// are known and differ (`bi::witness`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub witnesses: Vec<super::witness::CellWitness>,
+    pub witnesses: Vec<CellWitness>,
     /// Why each failing family failed: its first failing cell explained
     /// (one per distinct pair of declared orders; `bi::explanation`,
     /// docs/BI.md "Explanations in the report"). Empty when no cell failed

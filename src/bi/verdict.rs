@@ -141,6 +141,17 @@ pub fn compare_rows(baseline: &[f32], variant: &[f32], n: usize, labels: &[usize
     d
 }
 
+/// How bad a verdict is, for squares holding several cells.
+pub(super) fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Fail => 4,
+        Verdict::NonDet => 3,
+        Verdict::Error => 2,
+        Verdict::Vacuous => 1,
+        Verdict::Pass => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,11 +32,13 @@
 //! - Deterministic: the witness comes from the seed; results are cached per
 //!   order pair and per side within one [`Witnesser`].
 
+use super::cell::Cell;
 use super::family::{Family, RowPos};
-use super::inputs::{other_id, Rows};
-use super::report::{Cell, Report};
-use super::run::CheckOptions;
-use super::verdict::{compare_rows, RowDiff, Verdict};
+use super::inputs::Rows;
+use super::options::CheckOptions;
+use super::report::Report;
+use super::row_ids::other_id;
+use super::verdict::{compare_rows, Verdict};
 use crate::explain::candidates::{family, order_key, Candidate, Inputs};
 use crate::explain::identify::{identify, IdentifyOptions};
 use crate::explain::witness::{build, Search, Witness, WitnessOptions};
@@ -45,6 +47,8 @@ use crate::order::Order;
 use crate::subject::{Subject, SubjectError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+pub use super::cell_witness::{CellWitness, Known, Outcome, SideOrder, WitnessInfo};
 
 /// Which orders the check may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +75,7 @@ impl std::str::FromStr for WitnessMode {
 }
 
 /// One side of a cell: the batch's M, the target row's index in it, and
-/// the set its other rows come from (`inputs::other_id`).
+/// the set its other rows come from (`row_ids::other_id`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Side {
     pub m: usize,
@@ -123,84 +127,6 @@ impl CellSides {
             n: cell.n,
         })
     }
-}
-
-/// How a side's order became known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Known {
-    Declared,
-    Identified,
-}
-
-/// A side's order and how it is known.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SideOrder {
-    pub order: String,
-    pub known: Known,
-}
-
-/// What the check found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// The subject's bytes differ between the sides on the witness.
-    Fail,
-    /// The orders differ, the subject's bytes on the witness did not.
-    Held,
-    /// The two sides' orders are the same computation for K.
-    SameOrder,
-    /// A side's order is not known.
-    Unknown,
-    /// The search found no witness.
-    NoWitness,
-    /// The subject could not run the witness.
-    Error,
-}
-
-/// The witness that was run: how to rebuild it and what it gave.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WitnessInfo {
-    /// `explain::witness::build(baseline order, variant order, input, K, N,
-    /// {seed, tries})` rebuilds it; `attempt` and `probe` say which draw.
-    pub seed: u64,
-    pub tries: usize,
-    pub attempt: usize,
-    pub probe: String,
-    pub input: String,
-    /// FNV-1a of A's row and B (`Witness::digest`), hex.
-    pub digest: String,
-    /// Columns where the two orders differ on it (model).
-    pub columns: usize,
-    /// The first such column, and its bits (hex) under each order and as
-    /// the subject gave them on each side.
-    pub column: usize,
-    pub base_order_bits: String,
-    pub var_order_bits: String,
-    pub base_bits: Option<String>,
-    pub var_bits: Option<String>,
-    /// Columns where the subject's two sides differ.
-    pub subject_columns: Option<usize>,
-}
-
-/// The witness check of one cell (a plain serde struct; `cell` is the
-/// report cell's id).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CellWitness {
-    pub cell: String,
-    pub base: Option<SideOrder>,
-    pub var: Option<SideOrder>,
-    pub outcome: Outcome,
-    /// `held`: which order the subject's bytes equal on the witness
-    /// (`baseline`, `variant`, or None: neither).
-    pub matches: Option<String>,
-    /// One sentence saying what was found.
-    pub finding: String,
-    pub witness: Option<WitnessInfo>,
-    /// How the subject's two target rows differ on the witness (None: not
-    /// run).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<RowDiff>,
 }
 
 /// Knobs of the check.

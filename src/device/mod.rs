@@ -22,6 +22,7 @@ pub mod nccl_subject;
 pub mod probe;
 pub mod replay;
 pub mod subject;
+pub mod suite_replay;
 pub mod vendor;
 
 #[cfg(feature = "cuda")]

@@ -524,6 +524,54 @@ mod on_gpu {
             })
         }
 
+        /// Uploads the weights `bt` (`[N][K]`) and, for block-scaled
+        /// cases, their unit block scales, unless the same bits are
+        /// already on the device for this shape.
+        fn upload_weights(&self, st: &mut VendorState, bt: Vec<f32>, shape: &Shape) -> Result<(), SubjectError> {
+            let name = &self.name;
+            let case = self.case;
+            let dt = case.input();
+            let ty = dt;
+            let unsupported = |why: String| SubjectError::Unsupported {
+                subject: name.clone(),
+                why,
+            };
+            let dev = |e: DeviceError| device_err(name, e);
+            let stream = st.gpu.stream.clone();
+            // the same bits (not float equality: -0 and +0, NaNs)
+            let same_bits =
+                |x: &[f32], y: &[f32]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+            let reuse = st
+                .weights
+                .as_ref()
+                .is_some_and(|w| w.shape == *shape && same_bits(&w.host_bt, &bt));
+            if !reuse {
+                let codes = exact_codes(ty, &bt).map_err(|e| unsupported(format!("B {e}")))?;
+                let w = stream
+                    .clone_htod(bytes_of(dt, &bt, &codes).as_ref())
+                    .map_err(driver_err("upload weights"))
+                    .map_err(dev)?;
+                let blk = if case.scaling() == Scaling::Vec128Blk128 {
+                    let ones = vec![1f32; shape.n_blocks() * shape.k_blocks()];
+                    Some(
+                        stream
+                            .clone_htod(&blk128_layout(&ones, shape))
+                            .map_err(driver_err("upload weight scales"))
+                            .map_err(dev)?,
+                    )
+                } else {
+                    None
+                };
+                st.weights = Some(Weights {
+                    host_bt: bt,
+                    shape: shape.clone(),
+                    w,
+                    blk,
+                });
+            }
+            Ok(())
+        }
+
         /// Runs the whole batch; the output bytes `[M][N]` in the case's output type.
         fn compute(
             &self,
@@ -545,37 +593,7 @@ mod on_gpu {
             let dev = |e: DeviceError| device_err(name, e);
             let stream = st.gpu.stream.clone();
             let shape = Shape::new(n, k);
-            // the same bits (not float equality: -0 and +0, NaNs)
-            let same_bits =
-                |x: &[f32], y: &[f32]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
-            let reuse = st
-                .weights
-                .as_ref()
-                .is_some_and(|w| w.shape == shape && same_bits(&w.host_bt, &bt));
-            if !reuse {
-                let codes = exact_codes(ty, &bt).map_err(|e| unsupported(format!("B {e}")))?;
-                let w = stream
-                    .clone_htod(bytes_of(dt, &bt, &codes).as_ref())
-                    .map_err(driver_err("upload weights"))
-                    .map_err(dev)?;
-                let blk = if case.scaling() == Scaling::Vec128Blk128 {
-                    let ones = vec![1f32; shape.n_blocks() * shape.k_blocks()];
-                    Some(
-                        stream
-                            .clone_htod(&blk128_layout(&ones, &shape))
-                            .map_err(driver_err("upload weight scales"))
-                            .map_err(dev)?,
-                    )
-                } else {
-                    None
-                };
-                st.weights = Some(Weights {
-                    host_bt: bt,
-                    shape: shape.clone(),
-                    w,
-                    blk,
-                });
-            }
+            self.upload_weights(st, bt, &shape)?;
             let a_codes = exact_codes(ty, a).map_err(|e| unsupported(format!("A {e}")))?;
             let mut d_x = stream
                 .clone_htod(bytes_of(dt, a, &a_codes).as_ref())

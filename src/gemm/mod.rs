@@ -230,6 +230,67 @@ pub fn check_operands(p: &Problem) -> Result<(), GemmError> {
     }
 }
 
+/// `scale=block` with an mma order: every promotion block must be one
+/// aligned MX block (parts and tiles start on multiples of 32), no lanes.
+fn check_block_alignment(order: &Order, k: usize) -> Result<(), GemmError> {
+    let t = order.ktile.unwrap_or(k as u32) as usize;
+    let parts_aligned = order.split == 1
+        || if order.interleave {
+            t.is_multiple_of(MX_BLOCK)
+        } else {
+            k.div_ceil(order.split as usize).is_multiple_of(MX_BLOCK)
+        };
+    let tiles_aligned = order.tile == crate::order::Tile::Carry || t.is_multiple_of(MX_BLOCK);
+    if order.lanes != 1 || !parts_aligned || !tiles_aligned {
+        return Err(GemmError::Unsupported(
+            "scale=block with an mma order needs every part and tile to start on an MX block (multiples of 32) and no lanes"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Every value of the prepared A and B is representable in the hardware
+/// step's input type `input`; Err names the first one that is not (B's
+/// index in the caller's layout).
+fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), GemmError> {
+    let (n, k) = (p.n, p.k);
+    let (a, bt) = match kind {
+        Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
+        Kind::Blocks { .. } => unreachable!(),
+    };
+    // a direct-mapped memo of verdicts by exact bits (MX operands hold
+    // at most 256 distinct values)
+    let mut memo = vec![(0u32, 0u8); 1024];
+    let mut ok = |x: f32| -> bool {
+        let b = x.to_bits();
+        let slot = &mut memo[(b.wrapping_mul(0x9E37_79B9) >> 22) as usize];
+        if slot.1 != 0 && slot.0 == b {
+            return slot.1 == 2;
+        }
+        let r = representable(x, input);
+        *slot = (b, 1 + r as u8);
+        r
+    };
+    for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
+        if let Some(i) = v.iter().position(|&x| !ok(x)) {
+            // report B's index in the caller's layout
+            let idx = if name == "B" && p.b_layout == BLayout::Kn {
+                (i % cols) * n + i / cols
+            } else {
+                i
+            };
+            return Err(GemmError::NotRepresentable {
+                operand: name,
+                index: idx,
+                value: v[i],
+                ty: input.name(),
+            });
+        }
+    }
+    Ok(())
+}
+
 pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
     let (m, n, k) = (p.m, p.n, p.k);
     let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
@@ -324,57 +385,11 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         _ => unreachable!(),
     };
     if let Kind::Scaled { fused: false, .. } = kind {
-        // every promotion block must be one aligned MX block
-        let t = order.ktile.unwrap_or(k as u32) as usize;
-        let parts_aligned = order.split == 1
-            || if order.interleave {
-                t.is_multiple_of(MX_BLOCK)
-            } else {
-                k.div_ceil(order.split as usize).is_multiple_of(MX_BLOCK)
-            };
-        let tiles_aligned = order.tile == crate::order::Tile::Carry || t.is_multiple_of(MX_BLOCK);
-        if order.lanes != 1 || !parts_aligned || !tiles_aligned {
-            return Err(GemmError::Unsupported(
-                "scale=block with an mma order needs every part and tile to start on an MX block (multiples of 32) and no lanes"
-                    .into(),
-            ));
-        }
+        check_block_alignment(order, k)?;
     }
     // The hardware step's input type.
     if let Some(mm) = order.mma() {
-        let (a, bt) = match &kind {
-            Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
-            Kind::Blocks { .. } => unreachable!(),
-        };
-        // a direct-mapped memo of verdicts by exact bits (MX operands hold
-        // at most 256 distinct values)
-        let mut memo = vec![(0u32, 0u8); 1024];
-        let mut ok = |x: f32| -> bool {
-            let b = x.to_bits();
-            let slot = &mut memo[(b.wrapping_mul(0x9E37_79B9) >> 22) as usize];
-            if slot.1 != 0 && slot.0 == b {
-                return slot.1 == 2;
-            }
-            let r = representable(x, mm.input);
-            *slot = (b, 1 + r as u8);
-            r
-        };
-        for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
-            if let Some(i) = v.iter().position(|&x| !ok(x)) {
-                // report B's index in the caller's layout
-                let idx = if name == "B" && p.b_layout == BLayout::Kn {
-                    (i % cols) * n + i / cols
-                } else {
-                    i
-                };
-                return Err(GemmError::NotRepresentable {
-                    operand: name,
-                    index: idx,
-                    value: v[i],
-                    ty: mm.input.name(),
-                });
-            }
-        }
+        check_representable(&kind, mm.input, p)?;
     }
     Ok(Prepared { m, n, k, kind })
 }

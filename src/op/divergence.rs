@@ -198,212 +198,44 @@ pub fn diverge_jobs(
             "the two copies come from ops of different K or input kinds".into(),
         ));
     }
-    let mut nodes = Vec::new();
-    let mut mechanism = Vec::new();
-    let mut latent = Vec::new();
-    let side = |p: &RowProvenance| format!("rank {} ({})", p.rank, p.path.to_uppercase());
+    let mut f = Findings::default();
     // 1. operands re-rounded by a path (all-gather-matmul with inputs)
     if let (OpSpec::AllGatherMatmul(sa), OpSpec::AllGatherMatmul(sb), Some(ia), Some(ib), true) =
         (ja.spec, jb.spec, ja.inputs, jb.inputs, mx)
     {
         let (oa, ob) = (agmm::read(sa, ia)?, agmm::read(sb, ib)?);
-        let (pa, pb) = (path_of(sa, a), path_of(sb, b));
-        if pa.scale_point != pb.scale_point {
-            let j = col.unwrap_or(0);
-            if j >= sa.n.min(sb.n) {
-                return Err(OpError::Shape(format!("column {j} is out of range (N = {})", sa.n)));
-            }
-            let (xa, xb) = (x2_column(sa, pa, &oa, j)?, x2_column(sb, pb, &ob, j)?);
-            if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
-                let k0 = blk * MX_BLOCK;
-                let order = super::parse_order("order", &pa.order)?;
-                let (node, at) = consumer(&order, k, mx, k0);
-                let given = o_scale(sa, &oa, blk, j);
-                nodes.push(FirstNode {
-                    kind: NodeKind::X2Operand,
-                    node,
-                    k_range: Some((k0, k0 + MX_BLOCK - 1)),
-                    left_at: Some(at.clone()),
-                    right_at: Some(at),
-                    ranks: None,
-                    detail: format!(
-                        "x2 column {j}, K-block {blk} (k {k0}..{}): its scale is {}; {} reads it at scale {} and {} at scale {}: {d} of {MX_BLOCK} element values differ",
-                        k0 + MX_BLOCK - 1,
-                        pow(given),
-                        side(a),
-                        pow(sca),
-                        side(b),
-                        pow(scb)
-                    ),
-                });
-                mechanism.push(format!(
-                    "scale-point split: {} applies x2's scales at '{}', {} at '{}'; where x2's scale is below its column's largest, the re-rounded elements lose bits (e4m3 subnormals or zero), so the same row differs by path",
-                    side(a),
-                    pa.scale_point,
-                    side(b),
-                    pb.scale_point
-                ));
-            } else {
-                latent.push(format!(
-                    "{} applies x2's scales at '{}', {} at '{}', but both read every value of x2 column {j} the same (no element is re-rounded on these inputs)",
-                    side(a),
-                    pa.scale_point,
-                    side(b),
-                    pb.scale_point
-                ));
-            }
+        let pair = AgmmPair {
+            sa,
+            sb,
+            oa: &oa,
+            ob: &ob,
+            pa: path_of(sa, a),
+            pb: path_of(sb, b),
+            a,
+            b,
+            k,
+            mx,
+        };
+        if pair.pa.scale_point != pair.pb.scale_point {
+            x2_operand(&pair, col, &mut f)?;
         }
         // x1 re-rounded with its shard's scale: on one path (a path
         // split), or on both with different shards (content coupling
         // across two batches)
-        if pa.x1_requant.is_some() || pb.x1_requant.is_some() {
-            let (xa, xb) = (x1_row(sa, pa, &oa, a.global_row)?, x1_row(sb, pb, &ob, b.global_row)?);
-            if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
-                let k0 = blk * MX_BLOCK;
-                let order = super::parse_order("order", &pa.order)?;
-                let (node, at) = consumer(&order, k, mx, k0);
-                let read = |p: &RowProvenance, s: &AgmmSpec, path: &PathSpec, x: u8| {
-                    if path.x1_requant.is_some() {
-                        format!(
-                            "{} reads it at scale {} (the largest over the rows of shard {})",
-                            side(p),
-                            pow(x),
-                            p.global_row / s.m_per_rank
-                        )
-                    } else {
-                        format!("{} at its own scale {}", side(p), pow(x))
-                    }
-                };
-                nodes.push(FirstNode {
-                    kind: NodeKind::X1Operand,
-                    node,
-                    k_range: Some((k0, k0 + MX_BLOCK - 1)),
-                    left_at: Some(at.clone()),
-                    right_at: Some(at),
-                    ranks: None,
-                    detail: format!(
-                        "x1 row {}, K-block {blk} (k {k0}..{}): {}, {}: {d} of {MX_BLOCK} element values differ",
-                        a.global_row,
-                        k0 + MX_BLOCK - 1,
-                        read(a, sa, pa, sca),
-                        read(b, sb, pb, scb)
-                    ),
-                });
-                mechanism.push(if pa.x1_requant == pb.x1_requant {
-                    "content coupling: both copies re-round x1 with a scale shared by the rows of their shard, and those rows differ between the two batches, so the row's bytes depend on the other rows' content".to_string()
-                } else {
-                    format!(
-                        "content coupling: {} re-rounds x1 with a scale shared by the rows of the row's shard, so the row's bytes depend on the other rows' content",
-                        side(if pb.x1_requant.is_some() { b } else { a })
-                    )
-                });
-            } else if pa.x1_requant != pb.x1_requant {
-                latent.push(format!(
-                    "{} re-rounds x1 with a scale shared by the rows of its shard, but no value of this row changes by it on these inputs",
-                    side(if pb.x1_requant.is_some() { b } else { a })
-                ));
-            }
+        if pair.pa.x1_requant.is_some() || pair.pb.x1_requant.is_some() {
+            x1_operand(&pair, &mut f)?;
         }
     }
     // 2. the orders' trees
     if a.order != b.order {
-        let (ta, _) = term_of(&a.order, k, mx, 0);
-        let (tb, _) = term_of(&b.order, k, mx, 0);
-        let td = tree_diverge(&a.order, &b.order, k, mx);
-        if let Some(d) = &td.divergence {
-            // the k-range of the tile (or split part) holding the first
-            // term after the divergence, on the side that has one
-            let range = |l: &Option<Location>, terms: usize| {
-                l.as_ref().map(|l| {
-                    let unit = if terms < k { MX_BLOCK } else { 1 };
-                    let (a, b) = l.tile.map(|t| t.1).or(l.part_range).unwrap_or((l.term, l.term));
-                    (a as usize * unit, (b as usize + 1) * unit - 1)
-                })
-            };
-            let (ra, rb) = (range(&td.left_at, ta), range(&td.right_at, tb));
-            let width = |r: Option<(usize, usize)>| r.map_or(0, |(a, b)| b - a);
-            let words: Vec<String> = td.mechanisms.iter().map(|m| m.to_string()).collect();
-            nodes.push(FirstNode {
-                kind: NodeKind::Order,
-                node: Some(d.node),
-                k_range: if width(rb) > width(ra) { rb } else { ra.or(rb) },
-                left_at: td.left_at.clone(),
-                right_at: td.right_at.clone(),
-                ranks: None,
-                detail: format!(
-                    "tree node {}: the first {} terms are summed identically, then {} continues with {} and {} with {}",
-                    d.node,
-                    td.common_terms,
-                    side(a),
-                    td.left_at.as_ref().map_or("nothing".into(), |l| l.to_string()),
-                    side(b),
-                    td.right_at.as_ref().map_or("nothing".into(), |l| l.to_string())
-                ),
-            });
-            let schedule = td.mechanisms.iter().all(|m| {
-                !matches!(
-                    m,
-                    crate::explain::Mechanism::Family { .. }
-                        | crate::explain::Mechanism::ScalePoint { .. }
-                        | crate::explain::Mechanism::Output { .. }
-                )
-            });
-            mechanism.push(format!(
-                "{}: {} runs {}, {} runs {}; {}",
-                if schedule {
-                    "K-loop schedule split"
-                } else {
-                    "order change"
-                },
-                side(a),
-                a.order,
-                side(b),
-                b.order,
-                words.join("; ")
-            ));
-        }
+        order_node(a, b, k, mx, &mut f);
     }
     // 3. the cross-rank reduction
     if a.computed_on.len() > 1 && a.computed_on != b.computed_on {
-        if let Some(i) = a.computed_on.iter().zip(&b.computed_on).position(|(x, y)| x != y) {
-            let (ra, rb) = (a.computed_on[i], b.computed_on[i]);
-            let shard = |r: usize| (r * k, (r + 1) * k - 1);
-            let commutative = a.computed_on.len() == 2 && {
-                let (mut x, mut y) = (a.computed_on.clone(), b.computed_on.clone());
-                x.sort_unstable();
-                y.sort_unstable();
-                x == y
-            };
-            nodes.push(FirstNode {
-                kind: NodeKind::Reduction,
-                node: Some(i as u32),
-                k_range: Some(shard(ra)),
-                left_at: None,
-                right_at: None,
-                ranks: Some((ra, rb)),
-                detail: format!(
-                    "reduction step {i}: {} adds rank {ra}'s partial (k {}..{}), {} adds rank {rb}'s (k {}..{}){}",
-                    side(a),
-                    shard(ra).0,
-                    shard(ra).1,
-                    side(b),
-                    shard(rb).0,
-                    shard(rb).1,
-                    if commutative {
-                        " (a two-term sum is commutative: the bytes cannot differ here)"
-                    } else {
-                        ""
-                    }
-                ),
-            });
-            mechanism.push(format!(
-                "position-dependent reduction: the partial sums are added in the order {:?} for one copy and {:?} for the other",
-                a.computed_on, b.computed_on
-            ));
-        }
+        reduction_node(a, b, k, &mut f);
     }
-    if nodes.is_empty() {
-        mechanism.push(
+    if f.nodes.is_empty() {
+        f.mechanism.push(
             "the two records name the same computation (path, order, scale point, reduction): a difference must come from other rows' content or from the run (non-determinism)".into(),
         );
     }
@@ -411,10 +243,245 @@ pub fn diverge_jobs(
         left: a.clone(),
         right: b.clone(),
         column: col,
-        nodes,
-        mechanism,
-        latent,
+        nodes: f.nodes,
+        mechanism: f.mechanism,
+        latent: f.latent,
     })
+}
+
+/// What the steps of [`diverge_jobs`] find, in step order.
+#[derive(Default)]
+struct Findings {
+    nodes: Vec<FirstNode>,
+    mechanism: Vec<String>,
+    latent: Vec<String>,
+}
+
+/// A copy's side in words: `rank R (PATH)`.
+fn side(p: &RowProvenance) -> String {
+    format!("rank {} ({})", p.rank, p.path.to_uppercase())
+}
+
+/// Two copies of a row of all-gather-matmul runs with their inputs: each
+/// side's spec, operands, path and row record, and the op's K.
+struct AgmmPair<'x> {
+    sa: &'x AgmmSpec,
+    sb: &'x AgmmSpec,
+    oa: &'x Operands<'x>,
+    ob: &'x Operands<'x>,
+    pa: &'x PathSpec,
+    pb: &'x PathSpec,
+    a: &'x RowProvenance,
+    b: &'x RowProvenance,
+    k: usize,
+    mx: bool,
+}
+
+/// The paths apply x2's scales at different points: the first K-block of
+/// x2 column `col` (default 0) read differently, or a latent difference.
+fn x2_operand(p: &AgmmPair, col: Option<usize>, f: &mut Findings) -> Result<()> {
+    let (sa, sb, pa, pb, a, b) = (p.sa, p.sb, p.pa, p.pb, p.a, p.b);
+    let j = col.unwrap_or(0);
+    if j >= sa.n.min(sb.n) {
+        return Err(OpError::Shape(format!("column {j} is out of range (N = {})", sa.n)));
+    }
+    let (xa, xb) = (x2_column(sa, pa, p.oa, j)?, x2_column(sb, pb, p.ob, j)?);
+    if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
+        let k0 = blk * MX_BLOCK;
+        let order = super::parse_order("order", &pa.order)?;
+        let (node, at) = consumer(&order, p.k, p.mx, k0);
+        let given = o_scale(sa, p.oa, blk, j);
+        f.nodes.push(FirstNode {
+            kind: NodeKind::X2Operand,
+            node,
+            k_range: Some((k0, k0 + MX_BLOCK - 1)),
+            left_at: Some(at.clone()),
+            right_at: Some(at),
+            ranks: None,
+            detail: format!(
+                "x2 column {j}, K-block {blk} (k {k0}..{}): its scale is {}; {} reads it at scale {} and {} at scale {}: {d} of {MX_BLOCK} element values differ",
+                k0 + MX_BLOCK - 1,
+                pow(given),
+                side(a),
+                pow(sca),
+                side(b),
+                pow(scb)
+            ),
+        });
+        f.mechanism.push(format!(
+            "scale-point split: {} applies x2's scales at '{}', {} at '{}'; where x2's scale is below its column's largest, the re-rounded elements lose bits (e4m3 subnormals or zero), so the same row differs by path",
+            side(a),
+            pa.scale_point,
+            side(b),
+            pb.scale_point
+        ));
+    } else {
+        f.latent.push(format!(
+            "{} applies x2's scales at '{}', {} at '{}', but both read every value of x2 column {j} the same (no element is re-rounded on these inputs)",
+            side(a),
+            pa.scale_point,
+            side(b),
+            pb.scale_point
+        ));
+    }
+    Ok(())
+}
+
+/// A path re-rounds x1 with its shard's scale: the first K-block of the
+/// row read differently (content coupling), or a latent difference.
+fn x1_operand(p: &AgmmPair, f: &mut Findings) -> Result<()> {
+    let (sa, sb, pa, pb, a, b) = (p.sa, p.sb, p.pa, p.pb, p.a, p.b);
+    let (xa, xb) = (x1_row(sa, pa, p.oa, a.global_row)?, x1_row(sb, pb, p.ob, b.global_row)?);
+    if let Some((blk, d, sca, scb)) = first_block(&xa, &xb) {
+        let k0 = blk * MX_BLOCK;
+        let order = super::parse_order("order", &pa.order)?;
+        let (node, at) = consumer(&order, p.k, p.mx, k0);
+        let read = |p: &RowProvenance, s: &AgmmSpec, path: &PathSpec, x: u8| {
+            if path.x1_requant.is_some() {
+                format!(
+                    "{} reads it at scale {} (the largest over the rows of shard {})",
+                    side(p),
+                    pow(x),
+                    p.global_row / s.m_per_rank
+                )
+            } else {
+                format!("{} at its own scale {}", side(p), pow(x))
+            }
+        };
+        f.nodes.push(FirstNode {
+            kind: NodeKind::X1Operand,
+            node,
+            k_range: Some((k0, k0 + MX_BLOCK - 1)),
+            left_at: Some(at.clone()),
+            right_at: Some(at),
+            ranks: None,
+            detail: format!(
+                "x1 row {}, K-block {blk} (k {k0}..{}): {}, {}: {d} of {MX_BLOCK} element values differ",
+                a.global_row,
+                k0 + MX_BLOCK - 1,
+                read(a, sa, pa, sca),
+                read(b, sb, pb, scb)
+            ),
+        });
+        f.mechanism.push(if pa.x1_requant == pb.x1_requant {
+            "content coupling: both copies re-round x1 with a scale shared by the rows of their shard, and those rows differ between the two batches, so the row's bytes depend on the other rows' content".to_string()
+        } else {
+            format!(
+                "content coupling: {} re-rounds x1 with a scale shared by the rows of the row's shard, so the row's bytes depend on the other rows' content",
+                side(if pb.x1_requant.is_some() { b } else { a })
+            )
+        });
+    } else if pa.x1_requant != pb.x1_requant {
+        f.latent.push(format!(
+            "{} re-rounds x1 with a scale shared by the rows of its shard, but no value of this row changes by it on these inputs",
+            side(if pb.x1_requant.is_some() { b } else { a })
+        ));
+    }
+    Ok(())
+}
+
+/// The copies run different orders: the first node where their trees
+/// diverge, with the k-range of the tile (or split part) holding the first
+/// term after it.
+fn order_node(a: &RowProvenance, b: &RowProvenance, k: usize, mx: bool, f: &mut Findings) {
+    let (ta, _) = term_of(&a.order, k, mx, 0);
+    let (tb, _) = term_of(&b.order, k, mx, 0);
+    let td = tree_diverge(&a.order, &b.order, k, mx);
+    let Some(d) = &td.divergence else {
+        return;
+    };
+    // the k-range of the tile (or split part) holding the first
+    // term after the divergence, on the side that has one
+    let range = |l: &Option<Location>, terms: usize| {
+        l.as_ref().map(|l| {
+            let unit = if terms < k { MX_BLOCK } else { 1 };
+            let (a, b) = l.tile.map(|t| t.1).or(l.part_range).unwrap_or((l.term, l.term));
+            (a as usize * unit, (b as usize + 1) * unit - 1)
+        })
+    };
+    let (ra, rb) = (range(&td.left_at, ta), range(&td.right_at, tb));
+    let width = |r: Option<(usize, usize)>| r.map_or(0, |(a, b)| b - a);
+    let words: Vec<String> = td.mechanisms.iter().map(|m| m.to_string()).collect();
+    f.nodes.push(FirstNode {
+        kind: NodeKind::Order,
+        node: Some(d.node),
+        k_range: if width(rb) > width(ra) { rb } else { ra.or(rb) },
+        left_at: td.left_at.clone(),
+        right_at: td.right_at.clone(),
+        ranks: None,
+        detail: format!(
+            "tree node {}: the first {} terms are summed identically, then {} continues with {} and {} with {}",
+            d.node,
+            td.common_terms,
+            side(a),
+            td.left_at.as_ref().map_or("nothing".into(), |l| l.to_string()),
+            side(b),
+            td.right_at.as_ref().map_or("nothing".into(), |l| l.to_string())
+        ),
+    });
+    let schedule = td.mechanisms.iter().all(|m| {
+        !matches!(
+            m,
+            crate::explain::Mechanism::Family { .. }
+                | crate::explain::Mechanism::ScalePoint { .. }
+                | crate::explain::Mechanism::Output { .. }
+        )
+    });
+    f.mechanism.push(format!(
+        "{}: {} runs {}, {} runs {}; {}",
+        if schedule {
+            "K-loop schedule split"
+        } else {
+            "order change"
+        },
+        side(a),
+        a.order,
+        side(b),
+        b.order,
+        words.join("; ")
+    ));
+}
+
+/// The copies add the ranks' partial sums in different orders: the first
+/// reduction step where they differ.
+fn reduction_node(a: &RowProvenance, b: &RowProvenance, k: usize, f: &mut Findings) {
+    let Some(i) = a.computed_on.iter().zip(&b.computed_on).position(|(x, y)| x != y) else {
+        return;
+    };
+    let (ra, rb) = (a.computed_on[i], b.computed_on[i]);
+    let shard = |r: usize| (r * k, (r + 1) * k - 1);
+    let commutative = a.computed_on.len() == 2 && {
+        let (mut x, mut y) = (a.computed_on.clone(), b.computed_on.clone());
+        x.sort_unstable();
+        y.sort_unstable();
+        x == y
+    };
+    f.nodes.push(FirstNode {
+        kind: NodeKind::Reduction,
+        node: Some(i as u32),
+        k_range: Some(shard(ra)),
+        left_at: None,
+        right_at: None,
+        ranks: Some((ra, rb)),
+        detail: format!(
+            "reduction step {i}: {} adds rank {ra}'s partial (k {}..{}), {} adds rank {rb}'s (k {}..{}){}",
+            side(a),
+            shard(ra).0,
+            shard(ra).1,
+            side(b),
+            shard(rb).0,
+            shard(rb).1,
+            if commutative {
+                " (a two-term sum is commutative: the bytes cannot differ here)"
+            } else {
+                ""
+            }
+        ),
+    });
+    f.mechanism.push(format!(
+        "position-dependent reduction: the partial sums are added in the order {:?} for one copy and {:?} for the other",
+        a.computed_on, b.computed_on
+    ));
 }
 
 fn o_scale(s: &AgmmSpec, o: &Operands, blk: usize, j: usize) -> u8 {

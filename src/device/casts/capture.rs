@@ -3,7 +3,7 @@
 //! writer and its checked reader.
 
 use super::*;
-use crate::device::replay::wrong_suite;
+use crate::device::suite_replay::wrong_suite;
 
 /// One input where the GPU and the CPU gave different codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

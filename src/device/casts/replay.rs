@@ -2,7 +2,7 @@
 //! the stored records under the current conversion table.
 
 use super::*;
-use crate::device::replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
+use crate::device::suite_replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
 
 /// The casts suite's CPU replay: the sampled chunks (every chunk with
 /// [`ReplayOptions::full`]) and every stored record.

@@ -3,7 +3,7 @@
 //! the stored GPU row digests and foil counts.
 
 use super::*;
-use crate::device::replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
+use crate::device::suite_replay::{list_or_none, Replay, ReplayOptions, ReplayOutcome};
 
 /// The conformance suite's CPU replay: every row and every foil.
 pub struct Suite;

@@ -138,6 +138,124 @@ fn f32_with(r: &mut SplitMix64, neg: bool, e: i32) -> f32 {
     f32::from_bits(bits)
 }
 
+/// The cancel class: pairs (p, p + d) of K positions made to cancel
+/// exactly (a negated, b equal), nearly (b one code up) or freely (a small
+/// exponent, truncated next to the large M).
+fn cancel_pairs(
+    r: &mut SplitMix64,
+    ty: MiniFloat,
+    table: &[f32],
+    (a, b): (&mut [u16], &mut [u16]),
+    (rows, k): (usize, usize),
+    ca: i32,
+) {
+    // pairs (p, p + d): exact (a negated, b equal), near (b one code
+    // up), or free (small exponent, truncated next to the large M)
+    let d = [1usize, 2, k / 2][r.below(3) as usize];
+    for p in (0..k).filter(|p| (p / d).is_multiple_of(2)) {
+        let q = p + d;
+        match r.below(10) {
+            0..=3 => {
+                for row in 0..rows {
+                    a[row * k + q] = a[row * k + p] ^ ty.sign();
+                }
+                for n in 0..COLS {
+                    b[n * k + q] = b[n * k + p];
+                }
+            }
+            4..=6 => {
+                for row in 0..rows {
+                    a[row * k + q] = a[row * k + p] ^ ty.sign();
+                }
+                for n in 0..COLS {
+                    let base = b[n * k + p];
+                    let up = base as usize + 1;
+                    let ok = up < table.len() && table[up].is_finite() && (up as u16 & ty.sign()) == (base & ty.sign());
+                    b[n * k + q] = if ok { up as u16 } else { base };
+                }
+            }
+            _ => {
+                let shift = r.range_i64(1, 14) as i32;
+                for row in 0..rows {
+                    let neg = r.chance(1, 2);
+                    a[row * k + q] = ty.normal(r, neg, ca - shift);
+                }
+            }
+        }
+    }
+}
+
+/// The special class: about one code in 40 of A and B replaced by NaN,
+/// +-Inf (where the type has it) or +-0.
+fn specials(r: &mut SplitMix64, ty: MiniFloat, a: &mut [u16], b: &mut [u16]) {
+    for x in a.iter_mut().chain(b.iter_mut()) {
+        if r.chance(1, 40) {
+            *x = match r.below(10) {
+                0..=2 => ty.nan(r),
+                3..=7 if ty.inf_mag().is_some() => ty.inf(r.chance(1, 2)),
+                _ => ty.code(r.chance(1, 2), 0, 0),
+            };
+        }
+    }
+}
+
+/// One case's C: its class drawn (special and overflow tiles add their
+/// own; a cancel C needs a normal dot product), then its value, from the
+/// case's exact dot product `dot` and largest product exponent `pmax`.
+fn c_value(r: &mut SplitMix64, class: u8, dot: f64, pmax: i32) -> (f32, u8) {
+    let neg = r.chance(1, 2);
+    let mut cls = match r.below(100) {
+        0..=11 => C_POS0,
+        12..=16 => C_NEG0,
+        17..=24 => C_SUB,
+        25..=54 => C_RANDOM,
+        55..=84 => C_CANCEL,
+        _ => C_DOMINANT,
+    };
+    if class == T_SPECIAL && r.chance(1, 16) {
+        cls = C_SPECIAL;
+    }
+    if class == T_OVERFLOW && r.chance(1, 2) {
+        cls = C_HUGE;
+    }
+    if cls == C_CANCEL && !(dot.is_finite() && dot != 0.0 && (dot as f32).is_normal()) {
+        cls = C_RANDOM;
+    }
+    let v = match cls {
+        C_POS0 => 0.0,
+        C_NEG0 => -0.0,
+        C_SUB => f32::from_bits((if neg { 1u32 << 31 } else { 0 }) | (r.next_u32() & 0x7F_FFFF).max(1)),
+        C_RANDOM => {
+            let e = pmax + r.range_i64(-30, 6) as i32;
+            f32_with(r, neg, e)
+        }
+        C_CANCEL => {
+            let t = -(dot as f32);
+            let bits = (t.to_bits() as i64 + r.range_i64(-2, 2)) as u32;
+            let v = f32::from_bits(bits);
+            if v.is_finite() && v.is_sign_negative() == t.is_sign_negative() {
+                v
+            } else {
+                t
+            }
+        }
+        C_DOMINANT => {
+            let e = pmax + r.range_i64(8, 40) as i32;
+            f32_with(r, neg, e)
+        }
+        C_HUGE => {
+            let e = r.range_i64(120, 127) as i32;
+            f32_with(r, neg, e)
+        }
+        _ => match r.below(4) {
+            0 => f32::INFINITY,
+            1 => f32::NEG_INFINITY,
+            _ => f32::from_bits(0x7F80_0000 | (if neg { 1u32 << 31 } else { 0 }) | (r.next_u32() & 0x7F_FFFF).max(1)),
+        },
+    };
+    (v, cls)
+}
+
 fn gen_tile(spec: &ProbeSpec, ty: MiniFloat, table: &[f32], seed: u64, tile: usize) -> Tile {
     let mut r = SplitMix64::for_item(seed, tile as u64);
     let (rows, k) = (spec.rows, spec.k());
@@ -183,52 +301,10 @@ fn gen_tile(spec: &ProbeSpec, ty: MiniFloat, table: &[f32], seed: u64, tile: usi
     let mut a: Vec<u16> = (0..rows * k).map(|_| elem(&mut r, ca)).collect();
     let mut b: Vec<u16> = (0..COLS * k).map(|_| elem(&mut r, cb)).collect();
     if class == T_CANCEL {
-        // pairs (p, p + d): exact (a negated, b equal), near (b one code
-        // up), or free (small exponent, truncated next to the large M)
-        let d = [1usize, 2, k / 2][r.below(3) as usize];
-        for p in (0..k).filter(|p| (p / d).is_multiple_of(2)) {
-            let q = p + d;
-            match r.below(10) {
-                0..=3 => {
-                    for row in 0..rows {
-                        a[row * k + q] = a[row * k + p] ^ ty.sign();
-                    }
-                    for n in 0..COLS {
-                        b[n * k + q] = b[n * k + p];
-                    }
-                }
-                4..=6 => {
-                    for row in 0..rows {
-                        a[row * k + q] = a[row * k + p] ^ ty.sign();
-                    }
-                    for n in 0..COLS {
-                        let base = b[n * k + p];
-                        let up = base as usize + 1;
-                        let ok =
-                            up < table.len() && table[up].is_finite() && (up as u16 & ty.sign()) == (base & ty.sign());
-                        b[n * k + q] = if ok { up as u16 } else { base };
-                    }
-                }
-                _ => {
-                    let shift = r.range_i64(1, 14) as i32;
-                    for row in 0..rows {
-                        let neg = r.chance(1, 2);
-                        a[row * k + q] = ty.normal(&mut r, neg, ca - shift);
-                    }
-                }
-            }
-        }
+        cancel_pairs(&mut r, ty, table, (&mut a, &mut b), (rows, k), ca);
     }
     if class == T_SPECIAL {
-        for x in a.iter_mut().chain(b.iter_mut()) {
-            if r.chance(1, 40) {
-                *x = match r.below(10) {
-                    0..=2 => ty.nan(&mut r),
-                    3..=7 if ty.inf_mag().is_some() => ty.inf(r.chance(1, 2)),
-                    _ => ty.code(r.chance(1, 2), 0, 0),
-                };
-            }
-        }
+        specials(&mut r, ty, &mut a, &mut b);
     }
     // C per case, from the case's own row and column
     let mut c = Vec::with_capacity(rows * COLS);
@@ -244,58 +320,7 @@ fn gen_tile(spec: &ProbeSpec, ty: MiniFloat, table: &[f32], seed: u64, tile: usi
                 }
             }
             let pmax = if pmax == i32::MIN { 0 } else { pmax };
-            let neg = r.chance(1, 2);
-            let mut cls = match r.below(100) {
-                0..=11 => C_POS0,
-                12..=16 => C_NEG0,
-                17..=24 => C_SUB,
-                25..=54 => C_RANDOM,
-                55..=84 => C_CANCEL,
-                _ => C_DOMINANT,
-            };
-            if class == T_SPECIAL && r.chance(1, 16) {
-                cls = C_SPECIAL;
-            }
-            if class == T_OVERFLOW && r.chance(1, 2) {
-                cls = C_HUGE;
-            }
-            if cls == C_CANCEL && !(dot.is_finite() && dot != 0.0 && (dot as f32).is_normal()) {
-                cls = C_RANDOM;
-            }
-            let v = match cls {
-                C_POS0 => 0.0,
-                C_NEG0 => -0.0,
-                C_SUB => f32::from_bits((if neg { 1u32 << 31 } else { 0 }) | (r.next_u32() & 0x7F_FFFF).max(1)),
-                C_RANDOM => {
-                    let e = pmax + r.range_i64(-30, 6) as i32;
-                    f32_with(&mut r, neg, e)
-                }
-                C_CANCEL => {
-                    let t = -(dot as f32);
-                    let bits = (t.to_bits() as i64 + r.range_i64(-2, 2)) as u32;
-                    let v = f32::from_bits(bits);
-                    if v.is_finite() && v.is_sign_negative() == t.is_sign_negative() {
-                        v
-                    } else {
-                        t
-                    }
-                }
-                C_DOMINANT => {
-                    let e = pmax + r.range_i64(8, 40) as i32;
-                    f32_with(&mut r, neg, e)
-                }
-                C_HUGE => {
-                    let e = r.range_i64(120, 127) as i32;
-                    f32_with(&mut r, neg, e)
-                }
-                _ => match r.below(4) {
-                    0 => f32::INFINITY,
-                    1 => f32::NEG_INFINITY,
-                    _ => f32::from_bits(
-                        0x7F80_0000 | (if neg { 1u32 << 31 } else { 0 }) | (r.next_u32() & 0x7F_FFFF).max(1),
-                    ),
-                },
-            };
+            let (v, cls) = c_value(&mut r, class, dot, pmax);
             c.push(v);
             c_class.push(cls);
         }

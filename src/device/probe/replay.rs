@@ -2,7 +2,7 @@
 //! check the stored digest, raw outputs and mismatch records.
 
 use super::*;
-use crate::device::replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
+use crate::device::suite_replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
 
 /// The probe suite's CPU replay: every case of every probe.
 pub struct Suite;

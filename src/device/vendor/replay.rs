@@ -3,7 +3,7 @@
 //! anchor rows against the reference).
 
 use super::*;
-use crate::device::replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
+use crate::device::suite_replay::{wrong_suite, Replay, ReplayOptions, ReplayOutcome};
 
 /// The vendor suite's replay: the capture's consistency (there is no CPU
 /// model of cuBLAS).

@@ -53,48 +53,64 @@ position first) at every position; otherwise differing output elements per posit
         },
     );
     for shape in &o.shapes {
-        let tables: Vec<&CaseTable> = report.tables.iter().filter(|t| t.shape == shape.name).collect();
-        if tables.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "### N={} K={}\n", shape.n, shape.k);
-        let mut head = "| M |".to_string();
-        let mut rule = "|---:|".to_string();
-        for t in &tables {
-            let _ = write!(head, " {} {} |", t.case.name(), t.variant.name());
-            rule.push_str(":---:|");
-        }
-        let _ = writeln!(s, "{head}\n{rule}");
-        for &m in &o.m_list {
-            let _ = write!(s, "| {m} |");
-            for t in &tables {
-                let cells: Vec<&TableCell> = t.cells.iter().filter(|c| c.m == m).collect();
-                let _ = write!(s, " {} |", cell_text(&cells));
-            }
-            s.push('\n');
-        }
-        let _ = write!(s, "| **invariant** |");
-        for t in &tables {
-            let v = match t.invariant {
-                Some(true) => "**yes**".to_string(),
-                Some(false) => format!("no ({}/{})", t.differing_cells, t.ok_cells),
-                None => "n/a".into(),
-            };
-            let _ = write!(s, " {v} |");
-        }
-        let _ = write!(s, "\n| reference M |");
-        for t in &tables {
-            let v = t.reference_m.map(|m| m.to_string()).unwrap_or_else(|| "-".into());
-            let extra = match t.reference_equals_heuristic {
-                Some(true) => " (= heuristic)",
-                Some(false) => " (≠ heuristic)",
-                None => "",
-            };
-            let _ = write!(s, " {v}{extra} |");
-        }
-        s.push_str("\n\n");
+        shape_table(&mut s, report, shape);
     }
+    algorithm_choices(&mut s, report);
+    timing_table(&mut s, report);
+    reference_checks(&mut s, report);
+    s
+}
 
+/// One shape's matrix: M x (case, variant), then the invariance and the
+/// reference rows.
+fn shape_table(s: &mut String, report: &VendorReport, shape: &Shape) {
+    use std::fmt::Write;
+    let o = &report.options;
+    let tables: Vec<&CaseTable> = report.tables.iter().filter(|t| t.shape == shape.name).collect();
+    if tables.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "### N={} K={}\n", shape.n, shape.k);
+    let mut head = "| M |".to_string();
+    let mut rule = "|---:|".to_string();
+    for t in &tables {
+        let _ = write!(head, " {} {} |", t.case.name(), t.variant.name());
+        rule.push_str(":---:|");
+    }
+    let _ = writeln!(s, "{head}\n{rule}");
+    for &m in &o.m_list {
+        let _ = write!(s, "| {m} |");
+        for t in &tables {
+            let cells: Vec<&TableCell> = t.cells.iter().filter(|c| c.m == m).collect();
+            let _ = write!(s, " {} |", cell_text(&cells));
+        }
+        s.push('\n');
+    }
+    let _ = write!(s, "| **invariant** |");
+    for t in &tables {
+        let v = match t.invariant {
+            Some(true) => "**yes**".to_string(),
+            Some(false) => format!("no ({}/{})", t.differing_cells, t.ok_cells),
+            None => "n/a".into(),
+        };
+        let _ = write!(s, " {v} |");
+    }
+    let _ = write!(s, "\n| reference M |");
+    for t in &tables {
+        let v = t.reference_m.map(|m| m.to_string()).unwrap_or_else(|| "-".into());
+        let extra = match t.reference_equals_heuristic {
+            Some(true) => " (= heuristic)",
+            Some(false) => " (≠ heuristic)",
+            None => "",
+        };
+        let _ = write!(s, " {v}{extra} |");
+    }
+    s.push_str("\n\n");
+}
+
+/// The cuBLASLt runs' heuristic choices, pins and pin checks.
+fn algorithm_choices(s: &mut String, report: &VendorReport) {
+    use std::fmt::Write;
     let _ = writeln!(
         s,
         "### cuBLASLt algorithm choices\n\nConfig as `id/t tile/s stages/k splitK/r reduction/w swizzle/c custom/i inner shape/g cluster shape`; \
@@ -161,7 +177,12 @@ position first) at every position; otherwise differing output elements per posit
         }
         s.push('\n');
     }
+}
 
+/// The timing table.
+fn timing_table(s: &mut String, report: &VendorReport) {
+    use std::fmt::Write;
+    let o = &report.options;
     let _ = writeln!(
         s,
         "### Timing (median of {} samples × {} launches, CUDA events, µs per GEMM)\n\n\
@@ -185,6 +206,11 @@ position first) at every position; otherwise differing output elements per posit
             );
         }
     }
+}
+
+/// The reference check of every run, then the notes.
+fn reference_checks(s: &mut String, report: &VendorReport) {
+    use std::fmt::Write;
     s.push_str("\n### Reference check (anchor row vs f64 from the generated inputs)\n\n| case | shape | M | max rel err | tolerance | plausible |\n|---|---|---:|---:|---:|---|\n");
     for run in &report.runs {
         if let Some(c) = &run.reference_check {
@@ -206,7 +232,6 @@ position first) at every position; otherwise differing output elements per posit
             let _ = writeln!(s, "- {n}");
         }
     }
-    s
 }
 
 /// Median of the samples (mean of the two middle ones for an even count).

@@ -324,327 +324,515 @@ fn sweep_family(
     rows: &mut Vec<RowEntry>,
     runs: &mut Vec<CaseRun>,
 ) -> Result<()> {
-    let stream = env.stream;
-    let (n, k, es) = (shape.n, shape.k, family.bytes());
-    let seed = opts.seed;
-    let d_w = upload(stream, &weights(family, shape, seed), "upload weights")?;
-    let anchor_host = anchor(family, shape, seed);
-    let needs_blk = cases.iter().any(|c| c.scaling() == Scaling::Vec128Blk128);
-    // Scale buffers: separate allocations, so every pointer is 256-byte aligned.
-    let d_tsw = upload(stream, &[TENSOR_SCALE_W], "upload tensor scale")?;
-    let d_tsx = upload(stream, &[TENSOR_SCALE_X], "upload tensor scale")?;
-    let d_wblk = if needs_blk {
-        Some(upload(
-            stream,
-            &blk128_layout(&weight_block_scales(shape, seed), shape),
-            "upload weight block scales",
-        )?)
-    } else {
-        None
-    };
-    let a_scales = anchor_scales(shape, seed);
-    let l = shape.k_blocks();
-    let base = Ptrs {
-        w: raw(&d_w, stream),
-        ..Ptrs::default()
-    };
-    let scale_ptrs = |case: CaseId, act_scales: Option<&CudaSlice<f32>>| -> (u64, u64) {
-        match case.scaling() {
-            Scaling::None => (0, 0),
-            Scaling::Tensor => (raw(&d_tsw, stream), raw(&d_tsx, stream)),
-            Scaling::Vec128Blk128 => (
-                d_wblk.as_ref().map(|b| raw(b, stream)).unwrap_or(0),
-                act_scales.map(|b| raw(b, stream)).unwrap_or(0),
-            ),
-        }
-    };
-
-    // Case states and pins.
-    let mut states: Vec<CaseState> = Vec::new();
-    for &case in cases {
-        let mut st = CaseState {
-            run: CaseRun {
-                case,
-                shape: shape.name.clone(),
-                api: case.api(),
-                input: case.input(),
-                output: case.output(),
-                scaling: case.scaling(),
-                math_mode: (case.api() == Api::Cublas).then(|| math_mode.to_string()),
-                heuristic: Vec::new(),
-                pin: None,
-                pin_error: None,
-                timings: Vec::new(),
-                reference_check: None,
-            },
-            pin: None,
-            reference: reference_row(case, shape, seed),
-        };
-        if case.pinnable() {
-            // Activation scales for the pin's problem at pin_m (zeros: the
-            // heuristic looks at the descriptors, not at the values).
-            let dummy = if case.scaling() == Scaling::Vec128Blk128 {
-                Some(
-                    stream
-                        .alloc_zeros::<f32>(l * opts.pin_m)
-                        .map_err(driver_err("allocate pin scales"))?,
-                )
-            } else {
-                None
-            };
-            let (sa, sb) = scale_ptrs(case, dummy.as_ref());
-            let ptrs = Ptrs {
-                scale_a: sa,
-                scale_b: sb,
-                ..base
-            };
-            let pin = soft(lt_problem(case, shape, opts.pin_m, &ptrs))?
-                .and_then(|prob| build_pin(env.lt, case, opts.pin_m, &prob, pref));
-            match pin {
-                Ok(p) => st.pin = Some(p),
-                Err(e) => {
-                    eprintln!("vendor: {} {}: no pinned algorithm: {e}", case.name(), shape.name);
-                    st.run.pin_error = Some(e);
-                }
-            }
-        }
-        states.push(st);
-    }
-
+    let sweep = FamilySweep::upload(env, pref, timer, opts, shape, family, cases)?;
+    let mut states = sweep.case_states(cases, math_mode)?;
+    let mut sink = RowSink { store, rows, shape };
     for &m in &opts.m_list {
-        let x_host = neighbours(family, shape, m, seed);
-        let mut d_x = upload(stream, &x_host, "upload activations")?;
-        let x_ptr = raw_mut(&mut d_x, stream);
-        let mut d_y: CudaSlice<u8> = stream.alloc_zeros(m * n * 4).map_err(driver_err("allocate output"))?;
-        let y_ptr = raw_mut(&mut d_y, stream);
-        let n_scales = if family == InType::E4M3 {
-            neighbour_scales(shape, m, seed)
-        } else {
-            Vec::new()
-        };
+        let mut buffers = sweep.m_buffers(m)?;
         for (pi, pos) in positions(m, opts.all_positions).iter().enumerate() {
-            let xr = pos.row * k * es..(pos.row + 1) * k * es;
-            stream
-                .memcpy_htod(&anchor_host, &mut d_x.slice_mut(xr.clone()))
-                .map_err(driver_err("write anchor row"))?;
-            let d_xs = if family == InType::E4M3 {
-                let mut s = n_scales.clone();
-                s[pos.row * l..(pos.row + 1) * l].copy_from_slice(&a_scales);
-                Some(upload(
-                    stream,
-                    &vec128_layout(&s, m, shape),
-                    "upload activation scales",
-                )?)
-            } else {
-                None
-            };
-            for st in states.iter_mut() {
-                let case = st.run.case;
-                let out = case.output();
-                let (off, len) = (pos.row * n * out.bytes(), n * out.bytes());
-                let (sa, sb) = scale_ptrs(case, d_xs.as_ref());
-                let ptrs = Ptrs {
-                    x: x_ptr,
-                    y: y_ptr,
-                    scale_a: sa,
-                    scale_b: sb,
-                    ..base
-                };
-                match case.api() {
-                    Api::Cublas => {
-                        let (status, row) =
-                            run_row(stream, &mut d_y, off, len, out, || classic(env, case, shape, m, &ptrs))?;
-                        note_reference(st, m, row.as_deref());
-                        rows.push(store.entry(case, shape, Variant::Heuristic, m, pos, status, row.as_deref()));
-                    }
-                    Api::CublasLt => {
-                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
-                            Ok(p) => p,
-                            Err(e) => {
-                                if pi == 0 {
-                                    st.run.heuristic.push(HeuristicPick {
-                                        m,
-                                        status: format!("descriptors: {e}"),
-                                        config: None,
-                                        workspace_bytes: None,
-                                        waves_count: None,
-                                        same_at_all_positions: true,
-                                    });
-                                }
-                                for (variant, status) in [
-                                    (Variant::Heuristic, RowStatus::Unsupported(e.clone())),
-                                    (Variant::Pinned, RowStatus::Refused(e.clone())),
-                                ] {
-                                    rows.push(store.entry(case, shape, variant, m, pos, status, None));
-                                }
-                                continue;
-                            }
-                        };
-                        // The heuristic's own choice at this M.
-                        match heuristic(env.lt, &prob, pref) {
-                            Ok(choice) => {
-                                let (config, status) = match soft(read_config(&choice.algo))? {
-                                    Ok(c) => (Some(c), "ok".to_string()),
-                                    Err(e) => (None, format!("ok; config not readable: {e}")),
-                                };
-                                if pi == 0 {
-                                    st.run.heuristic.push(HeuristicPick {
-                                        m,
-                                        status,
-                                        config: config.clone(),
-                                        workspace_bytes: Some(choice.workspace as u64),
-                                        waves_count: Some(choice.waves),
-                                        same_at_all_positions: true,
-                                    });
-                                } else if let Some(h) = st.run.heuristic.last_mut() {
-                                    if h.config != config
-                                        && !matches!((&h.config, &config), (Some(a), Some(b)) if a.same_config(b))
-                                    {
-                                        h.same_at_all_positions = false;
-                                    }
-                                }
-                                let (status, row) = run_row(stream, &mut d_y, off, len, out, || {
-                                    lt_matmul(env, &prob, &choice.algo, &ptrs)
-                                })?;
-                                note_reference(st, m, row.as_deref());
-                                rows.push(store.entry(case, shape, Variant::Heuristic, m, pos, status, row.as_deref()));
-                            }
-                            Err(e) => {
-                                if pi == 0 {
-                                    st.run.heuristic.push(HeuristicPick {
-                                        m,
-                                        status: e.clone(),
-                                        config: None,
-                                        workspace_bytes: None,
-                                        waves_count: None,
-                                        same_at_all_positions: true,
-                                    });
-                                }
-                                rows.push(store.entry(
-                                    case,
-                                    shape,
-                                    Variant::Heuristic,
-                                    m,
-                                    pos,
-                                    RowStatus::Unsupported(e),
-                                    None,
-                                ));
-                            }
-                        }
-                        // The pinned algorithm, or a refusal: never another one.
-                        let (status, row) = match &mut st.pin {
-                            None => (
-                                RowStatus::Refused(format!(
-                                    "no pinned algorithm: {}",
-                                    st.run.pin_error.as_deref().unwrap_or("?")
-                                )),
-                                None,
-                            ),
-                            Some(pin) => {
-                                let check = check_pin(env.lt, &prob, &pin.algo);
-                                if pi == 0 {
-                                    pin.report.checks.push(PinCheck {
-                                        m,
-                                        status: check.as_ref().map(|_| "ok".to_string()).unwrap_or_else(|e| e.clone()),
-                                        workspace_bytes: check.as_ref().ok().map(|c| c.0 as u64),
-                                        waves_count: check.as_ref().ok().map(|c| c.1),
-                                    });
-                                }
-                                match check {
-                                    Ok(_) => {
-                                        let algo = pin.algo;
-                                        run_row(stream, &mut d_y, off, len, out, || {
-                                            lt_matmul(env, &prob, &algo, &ptrs)
-                                        })?
-                                    }
-                                    Err(e) => (RowStatus::Refused(e), None),
-                                }
-                            }
-                        };
-                        note_reference(st, m, row.as_deref());
-                        rows.push(store.entry(case, shape, Variant::Pinned, m, pos, status, row.as_deref()));
-                    }
-                }
-            }
-            stream
-                .memcpy_htod(&x_host[xr.clone()], &mut d_x.slice_mut(xr))
-                .map_err(driver_err("restore neighbour row"))?;
+            sweep.anchor_rows(&mut buffers, pi == 0, pos, &mut states, &mut sink)?;
         }
-
         if opts.timing_m.contains(&m) {
-            let d_xs = if family == InType::E4M3 {
-                Some(upload(
-                    stream,
-                    &vec128_layout(&n_scales, m, shape),
-                    "upload activation scales",
-                )?)
-            } else {
-                None
-            };
-            for st in states.iter_mut() {
-                let case = st.run.case;
-                let (sa, sb) = scale_ptrs(case, d_xs.as_ref());
-                let ptrs = Ptrs {
-                    x: x_ptr,
-                    y: y_ptr,
-                    scale_a: sa,
-                    scale_b: sb,
-                    ..base
-                };
-                let timed = match case.api() {
-                    Api::Cublas => {
-                        let mut h = || classic(env, case, shape, m, &ptrs);
-                        soft(time_pair(timer, stream, opts, m, Some(&mut h), None, None))?
-                    }
-                    Api::CublasLt => {
-                        let prob = match soft(lt_problem(case, shape, m, &ptrs))? {
-                            Ok(p) => p,
-                            Err(e) => {
-                                st.run.timings.push(untimed(m, format!("descriptors: {e}")));
-                                continue;
-                            }
-                        };
-                        let choice = heuristic(env.lt, &prob, pref);
-                        let pinned = st
-                            .pin
-                            .as_ref()
-                            .map(|p| p.algo)
-                            .filter(|a| check_pin(env.lt, &prob, a).is_ok());
-                        let mut note = Vec::new();
-                        if let Err(e) = &choice {
-                            note.push(format!("heuristic: {e}"));
-                        }
-                        if pinned.is_none() {
-                            note.push("pinned: refused or none".to_string());
-                        }
-                        let pr = &prob;
-                        let mut hc = choice.as_ref().ok().map(|c| move || lt_matmul(env, pr, &c.algo, &ptrs));
-                        let mut pc = pinned.map(|a| move || lt_matmul(env, pr, &a, &ptrs));
-                        soft(time_pair(
-                            timer,
-                            stream,
-                            opts,
-                            m,
-                            hc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
-                            pc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
-                            (!note.is_empty()).then(|| note.join("; ")),
-                        ))?
-                    }
-                };
-                st.run
-                    .timings
-                    .push(timed.unwrap_or_else(|e| untimed(m, format!("timing failed: {e}"))));
-            }
+            sweep.time_cases(&buffers, &mut states)?;
         }
         gpu.sync()?;
     }
-
     for st in states {
         let mut run = st.run;
         run.pin = st.pin.map(|p| p.report);
         runs.push(run);
     }
     Ok(())
+}
+
+/// What every case of one input type at one shape shares: the run's
+/// handles and options, the weights and scale buffers on the device (kept
+/// alive as long as the pointers in `base` are used), the anchor row and
+/// its scales.
+struct FamilySweep<'a> {
+    env: &'a Env<'a>,
+    pref: &'a Pref,
+    timer: &'a Timer,
+    opts: &'a VendorOptions,
+    shape: &'a Shape,
+    family: InType,
+    stream: &'a Arc<CudaStream>,
+    _d_w: CudaSlice<u8>,
+    d_tsw: CudaSlice<f32>,
+    d_tsx: CudaSlice<f32>,
+    d_wblk: Option<CudaSlice<f32>>,
+    anchor_host: Vec<u8>,
+    a_scales: Vec<f32>,
+    /// K blocks of 128 (scale entries per row).
+    l: usize,
+    /// The weights' pointer; the other pointers are set per launch.
+    base: Ptrs,
+}
+
+/// One M's buffers: the neighbour rows on the host and the device, the
+/// output, and the neighbours' activation scales (e4m3 inputs).
+struct MBuffers {
+    m: usize,
+    x_host: Vec<u8>,
+    d_x: CudaSlice<u8>,
+    d_y: CudaSlice<u8>,
+    x_ptr: u64,
+    y_ptr: u64,
+    n_scales: Vec<f32>,
+}
+
+/// One anchor row's place: its M, whether its position is the first of
+/// this M (where the heuristic's choice and the pin's check are recorded),
+/// the position, and the row's bytes in the output buffer.
+struct RowAt<'p> {
+    m: usize,
+    first: bool,
+    pos: &'p Position,
+    off: usize,
+    len: usize,
+}
+
+/// Where anchor rows go: the deduplicated row bytes and one entry per row.
+struct RowSink<'s> {
+    store: &'s mut RowStore,
+    rows: &'s mut Vec<RowEntry>,
+    shape: &'s Shape,
+}
+
+impl RowSink<'_> {
+    fn push(&mut self, case: CaseId, variant: Variant, at: &RowAt, status: RowStatus, row: Option<&[u8]>) {
+        let entry = self.store.entry(case, self.shape, variant, at.m, at.pos, status, row);
+        self.rows.push(entry);
+    }
+}
+
+impl<'a> FamilySweep<'a> {
+    /// Uploads the weights and the scale buffers (separate allocations, so
+    /// every pointer is 256-byte aligned).
+    fn upload(
+        env: &'a Env<'a>,
+        pref: &'a Pref,
+        timer: &'a Timer,
+        opts: &'a VendorOptions,
+        shape: &'a Shape,
+        family: InType,
+        cases: &[CaseId],
+    ) -> Result<FamilySweep<'a>> {
+        let stream = env.stream;
+        let seed = opts.seed;
+        let d_w = upload(stream, &weights(family, shape, seed), "upload weights")?;
+        let anchor_host = anchor(family, shape, seed);
+        let needs_blk = cases.iter().any(|c| c.scaling() == Scaling::Vec128Blk128);
+        let d_tsw = upload(stream, &[TENSOR_SCALE_W], "upload tensor scale")?;
+        let d_tsx = upload(stream, &[TENSOR_SCALE_X], "upload tensor scale")?;
+        let d_wblk = if needs_blk {
+            Some(upload(
+                stream,
+                &blk128_layout(&weight_block_scales(shape, seed), shape),
+                "upload weight block scales",
+            )?)
+        } else {
+            None
+        };
+        let base = Ptrs {
+            w: raw(&d_w, stream),
+            ..Ptrs::default()
+        };
+        Ok(FamilySweep {
+            env,
+            pref,
+            timer,
+            opts,
+            shape,
+            family,
+            stream,
+            _d_w: d_w,
+            d_tsw,
+            d_tsx,
+            d_wblk,
+            anchor_host,
+            a_scales: anchor_scales(shape, seed),
+            l: shape.k_blocks(),
+            base,
+        })
+    }
+
+    /// The (weight, activation) scale pointers of `case`, with the
+    /// activation scales `act_scales` (block-scaled cases).
+    fn scale_ptrs(&self, case: CaseId, act_scales: Option<&CudaSlice<f32>>) -> (u64, u64) {
+        let stream = self.stream;
+        match case.scaling() {
+            Scaling::None => (0, 0),
+            Scaling::Tensor => (raw(&self.d_tsw, stream), raw(&self.d_tsx, stream)),
+            Scaling::Vec128Blk128 => (
+                self.d_wblk.as_ref().map(|b| raw(b, stream)).unwrap_or(0),
+                act_scales.map(|b| raw(b, stream)).unwrap_or(0),
+            ),
+        }
+    }
+
+    /// Every pointer of one launch of `case` on `b`'s buffers.
+    fn launch_ptrs(&self, case: CaseId, b: &MBuffers, act_scales: Option<&CudaSlice<f32>>) -> Ptrs {
+        let (sa, sb) = self.scale_ptrs(case, act_scales);
+        Ptrs {
+            x: b.x_ptr,
+            y: b.y_ptr,
+            scale_a: sa,
+            scale_b: sb,
+            ..self.base
+        }
+    }
+
+    /// Each case's state, with its pinned algorithm (or why there is none).
+    fn case_states(&self, cases: &[CaseId], math_mode: &str) -> Result<Vec<CaseState>> {
+        let (shape, seed) = (self.shape, self.opts.seed);
+        let mut states: Vec<CaseState> = Vec::new();
+        for &case in cases {
+            let mut st = CaseState {
+                run: CaseRun {
+                    case,
+                    shape: shape.name.clone(),
+                    api: case.api(),
+                    input: case.input(),
+                    output: case.output(),
+                    scaling: case.scaling(),
+                    math_mode: (case.api() == Api::Cublas).then(|| math_mode.to_string()),
+                    heuristic: Vec::new(),
+                    pin: None,
+                    pin_error: None,
+                    timings: Vec::new(),
+                    reference_check: None,
+                },
+                pin: None,
+                reference: reference_row(case, shape, seed),
+            };
+            if case.pinnable() {
+                self.pin(&mut st)?;
+            }
+            states.push(st);
+        }
+        Ok(states)
+    }
+
+    /// Builds the pin of a pinnable case at `pin_m`.
+    fn pin(&self, st: &mut CaseState) -> Result<()> {
+        let (case, pin_m) = (st.run.case, self.opts.pin_m);
+        // Activation scales for the pin's problem at pin_m (zeros: the
+        // heuristic looks at the descriptors, not at the values).
+        let dummy = if case.scaling() == Scaling::Vec128Blk128 {
+            Some(
+                self.stream
+                    .alloc_zeros::<f32>(self.l * pin_m)
+                    .map_err(driver_err("allocate pin scales"))?,
+            )
+        } else {
+            None
+        };
+        let (sa, sb) = self.scale_ptrs(case, dummy.as_ref());
+        let ptrs = Ptrs {
+            scale_a: sa,
+            scale_b: sb,
+            ..self.base
+        };
+        let pin = soft(lt_problem(case, self.shape, pin_m, &ptrs))?
+            .and_then(|prob| build_pin(self.env.lt, case, pin_m, &prob, self.pref));
+        match pin {
+            Ok(p) => st.pin = Some(p),
+            Err(e) => {
+                eprintln!("vendor: {} {}: no pinned algorithm: {e}", case.name(), self.shape.name);
+                st.run.pin_error = Some(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads M's neighbour rows and allocates its output.
+    fn m_buffers(&self, m: usize) -> Result<MBuffers> {
+        let (stream, shape, seed) = (self.stream, self.shape, self.opts.seed);
+        let x_host = neighbours(self.family, shape, m, seed);
+        let mut d_x = upload(stream, &x_host, "upload activations")?;
+        let x_ptr = raw_mut(&mut d_x, stream);
+        let mut d_y: CudaSlice<u8> = stream
+            .alloc_zeros(m * shape.n * 4)
+            .map_err(driver_err("allocate output"))?;
+        let y_ptr = raw_mut(&mut d_y, stream);
+        let n_scales = if self.family == InType::E4M3 {
+            neighbour_scales(shape, m, seed)
+        } else {
+            Vec::new()
+        };
+        Ok(MBuffers {
+            m,
+            x_host,
+            d_x,
+            d_y,
+            x_ptr,
+            y_ptr,
+            n_scales,
+        })
+    }
+
+    /// The anchor row at `pos` for every case: written into the
+    /// neighbours, run (heuristic, and pinned for cuBLASLt), restored.
+    fn anchor_rows(
+        &self,
+        b: &mut MBuffers,
+        first: bool,
+        pos: &Position,
+        states: &mut [CaseState],
+        sink: &mut RowSink,
+    ) -> Result<()> {
+        let (stream, m, l) = (self.stream, b.m, self.l);
+        let (k, es) = (self.shape.k, self.family.bytes());
+        let xr = pos.row * k * es..(pos.row + 1) * k * es;
+        stream
+            .memcpy_htod(&self.anchor_host, &mut b.d_x.slice_mut(xr.clone()))
+            .map_err(driver_err("write anchor row"))?;
+        let d_xs = if self.family == InType::E4M3 {
+            let mut s = b.n_scales.clone();
+            s[pos.row * l..(pos.row + 1) * l].copy_from_slice(&self.a_scales);
+            Some(upload(
+                stream,
+                &vec128_layout(&s, m, self.shape),
+                "upload activation scales",
+            )?)
+        } else {
+            None
+        };
+        for st in states.iter_mut() {
+            let case = st.run.case;
+            let out = case.output();
+            let n = self.shape.n;
+            let at = RowAt {
+                m,
+                first,
+                pos,
+                off: pos.row * n * out.bytes(),
+                len: n * out.bytes(),
+            };
+            let ptrs = self.launch_ptrs(case, b, d_xs.as_ref());
+            match case.api() {
+                Api::Cublas => {
+                    let (status, row) = run_row(stream, &mut b.d_y, at.off, at.len, out, || {
+                        classic(self.env, case, self.shape, m, &ptrs)
+                    })?;
+                    note_reference(st, m, row.as_deref());
+                    sink.push(case, Variant::Heuristic, &at, status, row.as_deref());
+                }
+                Api::CublasLt => self.lt_rows(st, &at, &ptrs, &mut b.d_y, sink)?,
+            }
+        }
+        stream
+            .memcpy_htod(&b.x_host[xr.clone()], &mut b.d_x.slice_mut(xr))
+            .map_err(driver_err("restore neighbour row"))?;
+        Ok(())
+    }
+
+    /// A cuBLASLt case's two rows at `at`: the heuristic's own choice and
+    /// the pinned algorithm (or a refusal: never another one).
+    fn lt_rows(
+        &self,
+        st: &mut CaseState,
+        at: &RowAt,
+        ptrs: &Ptrs,
+        d_y: &mut CudaSlice<u8>,
+        sink: &mut RowSink,
+    ) -> Result<()> {
+        let (case, m) = (st.run.case, at.m);
+        let prob = match soft(lt_problem(case, self.shape, m, ptrs))? {
+            Ok(p) => p,
+            Err(e) => {
+                if at.first {
+                    st.run.heuristic.push(HeuristicPick {
+                        m,
+                        status: format!("descriptors: {e}"),
+                        config: None,
+                        workspace_bytes: None,
+                        waves_count: None,
+                        same_at_all_positions: true,
+                    });
+                }
+                for (variant, status) in [
+                    (Variant::Heuristic, RowStatus::Unsupported(e.clone())),
+                    (Variant::Pinned, RowStatus::Refused(e.clone())),
+                ] {
+                    sink.push(case, variant, at, status, None);
+                }
+                return Ok(());
+            }
+        };
+        self.heuristic_row(st, at, ptrs, &prob, d_y, sink)?;
+        let (status, row) = self.pinned_row(st, at, ptrs, &prob, d_y)?;
+        note_reference(st, m, row.as_deref());
+        sink.push(case, Variant::Pinned, at, status, row.as_deref());
+        Ok(())
+    }
+
+    /// The heuristic's own choice at this M: recorded (at the first
+    /// position; later positions only say whether it chose the same), run.
+    fn heuristic_row(
+        &self,
+        st: &mut CaseState,
+        at: &RowAt,
+        ptrs: &Ptrs,
+        prob: &LtProblem,
+        d_y: &mut CudaSlice<u8>,
+        sink: &mut RowSink,
+    ) -> Result<()> {
+        let (case, m, out) = (st.run.case, at.m, st.run.case.output());
+        match heuristic(self.env.lt, prob, self.pref) {
+            Ok(choice) => {
+                let (config, status) = match soft(read_config(&choice.algo))? {
+                    Ok(c) => (Some(c), "ok".to_string()),
+                    Err(e) => (None, format!("ok; config not readable: {e}")),
+                };
+                if at.first {
+                    st.run.heuristic.push(HeuristicPick {
+                        m,
+                        status,
+                        config: config.clone(),
+                        workspace_bytes: Some(choice.workspace as u64),
+                        waves_count: Some(choice.waves),
+                        same_at_all_positions: true,
+                    });
+                } else if let Some(h) = st.run.heuristic.last_mut() {
+                    if h.config != config && !matches!((&h.config, &config), (Some(a), Some(b)) if a.same_config(b)) {
+                        h.same_at_all_positions = false;
+                    }
+                }
+                let (status, row) = run_row(self.stream, d_y, at.off, at.len, out, || {
+                    lt_matmul(self.env, prob, &choice.algo, ptrs)
+                })?;
+                note_reference(st, m, row.as_deref());
+                sink.push(case, Variant::Heuristic, at, status, row.as_deref());
+            }
+            Err(e) => {
+                if at.first {
+                    st.run.heuristic.push(HeuristicPick {
+                        m,
+                        status: e.clone(),
+                        config: None,
+                        workspace_bytes: None,
+                        waves_count: None,
+                        same_at_all_positions: true,
+                    });
+                }
+                sink.push(case, Variant::Heuristic, at, RowStatus::Unsupported(e), None);
+            }
+        }
+        Ok(())
+    }
+
+    /// The pinned algorithm's row (checked against this M's problem first;
+    /// the check is recorded at the first position), or a refusal.
+    fn pinned_row(
+        &self,
+        st: &mut CaseState,
+        at: &RowAt,
+        ptrs: &Ptrs,
+        prob: &LtProblem,
+        d_y: &mut CudaSlice<u8>,
+    ) -> Result<(RowStatus, Option<Vec<u8>>)> {
+        let out = st.run.case.output();
+        Ok(match &mut st.pin {
+            None => (
+                RowStatus::Refused(format!(
+                    "no pinned algorithm: {}",
+                    st.run.pin_error.as_deref().unwrap_or("?")
+                )),
+                None,
+            ),
+            Some(pin) => {
+                let check = check_pin(self.env.lt, prob, &pin.algo);
+                if at.first {
+                    pin.report.checks.push(PinCheck {
+                        m: at.m,
+                        status: check.as_ref().map(|_| "ok".to_string()).unwrap_or_else(|e| e.clone()),
+                        workspace_bytes: check.as_ref().ok().map(|c| c.0 as u64),
+                        waves_count: check.as_ref().ok().map(|c| c.1),
+                    });
+                }
+                match check {
+                    Ok(_) => {
+                        let algo = pin.algo;
+                        run_row(self.stream, d_y, at.off, at.len, out, || {
+                            lt_matmul(self.env, prob, &algo, ptrs)
+                        })?
+                    }
+                    Err(e) => (RowStatus::Refused(e), None),
+                }
+            }
+        })
+    }
+
+    /// Times every case at M (the neighbours as uploaded, no anchor row).
+    fn time_cases(&self, b: &MBuffers, states: &mut [CaseState]) -> Result<()> {
+        let d_xs = if self.family == InType::E4M3 {
+            Some(upload(
+                self.stream,
+                &vec128_layout(&b.n_scales, b.m, self.shape),
+                "upload activation scales",
+            )?)
+        } else {
+            None
+        };
+        for st in states.iter_mut() {
+            let ptrs = self.launch_ptrs(st.run.case, b, d_xs.as_ref());
+            self.time_case(st, b.m, &ptrs)?;
+        }
+        Ok(())
+    }
+
+    /// One case's timing entry at M (heuristic and pinned side by side for
+    /// cuBLASLt), or why it was not timed.
+    fn time_case(&self, st: &mut CaseState, m: usize, ptrs: &Ptrs) -> Result<()> {
+        let (env, case) = (self.env, st.run.case);
+        let (timer, stream, opts) = (self.timer, self.stream, self.opts);
+        let timed = match case.api() {
+            Api::Cublas => {
+                let mut h = || classic(env, case, self.shape, m, ptrs);
+                soft(time_pair(timer, stream, opts, m, Some(&mut h), None, None))?
+            }
+            Api::CublasLt => {
+                let prob = match soft(lt_problem(case, self.shape, m, ptrs))? {
+                    Ok(p) => p,
+                    Err(e) => {
+                        st.run.timings.push(untimed(m, format!("descriptors: {e}")));
+                        return Ok(());
+                    }
+                };
+                let choice = heuristic(env.lt, &prob, self.pref);
+                let pinned = st
+                    .pin
+                    .as_ref()
+                    .map(|p| p.algo)
+                    .filter(|a| check_pin(env.lt, &prob, a).is_ok());
+                let mut note = Vec::new();
+                if let Err(e) = &choice {
+                    note.push(format!("heuristic: {e}"));
+                }
+                if pinned.is_none() {
+                    note.push("pinned: refused or none".to_string());
+                }
+                let pr = &prob;
+                let mut hc = choice.as_ref().ok().map(|c| move || lt_matmul(env, pr, &c.algo, ptrs));
+                let mut pc = pinned.map(|a| move || lt_matmul(env, pr, &a, ptrs));
+                soft(time_pair(
+                    timer,
+                    stream,
+                    opts,
+                    m,
+                    hc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
+                    pc.as_mut().map(|f| f as &mut dyn FnMut() -> Result<()>),
+                    (!note.is_empty()).then(|| note.join("; ")),
+                ))?
+            }
+        };
+        st.run
+            .timings
+            .push(timed.unwrap_or_else(|e| untimed(m, format!("timing failed: {e}"))));
+        Ok(())
+    }
 }
 
 /// Every anchor row that ran is compared with the f64 reference; the worst

@@ -59,7 +59,7 @@
 //! never a tree.
 
 use super::candidates::{self, Inputs};
-use super::identify::{identify, IdentifyOptions};
+use super::identify::{identify, IdentifyOptions, RowIdentity};
 use super::shape::{Child, Shape};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
@@ -67,39 +67,25 @@ use crate::order::{InType, Order};
 use crate::subject::Subject;
 use std::collections::HashMap;
 
+mod error;
+mod keys;
+mod options;
 mod prober;
 mod repeat;
+mod repeats;
 mod tally;
 mod verify;
 
-pub use repeat::{ChangedAnswer, Repeats, REPEAT_PROBES};
+pub use error::RevealError;
+pub use options::{RevealOptions, Scheme, MAX_PROBES};
+pub use repeat::REPEAT_PROBES;
+pub use repeats::{ChangedAnswer, Repeats};
+
+use keys::{At, Key, NO_WINDOW};
 
 use prober::{magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
-
-/// What to reveal.
-#[derive(Clone, Copy, Debug)]
-pub struct RevealOptions {
-    /// The launch shape (the subject's tree may depend on it).
-    pub m: usize,
-    pub k: usize,
-    pub n: usize,
-    /// The element type the subject reads; probe values are exact in it.
-    pub input: InType,
-    /// Seed of the random verification inputs.
-    pub seed: u64,
-    /// Rows of the random verification launch compared byte for byte.
-    pub verify_rows: usize,
-}
-
-/// How probes were laid out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scheme {
-    Lines,
-    Diagonal,
-}
 
 /// A probe position whose answer contradicts the recovered tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -164,48 +150,6 @@ pub struct Revealed {
     /// stays the same bytes run to run; `mxbi reveal --timings` prints them).
     #[serde(skip)]
     pub timings: Vec<(&'static str, f64)>,
-}
-
-/// Why a reveal stopped.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum RevealError {
-    /// Bad options (sizes).
-    #[error("{0}")]
-    Options(String),
-    /// The subject did not answer (every failed launch of the round ran first).
-    #[error("{failed} of {launches} launches failed; first: {first}")]
-    Subject {
-        failed: usize,
-        launches: usize,
-        first: String,
-    },
-    /// Answers that are not counts, or that no static tree explains.
-    #[error("{0}")]
-    Inconsistent(String),
-    /// The same probes, repeated with other values, gave other counts: the
-    /// order depends on the data, no tree is reported (which probes
-    /// disagree: [`Repeats::changed`]).
-    #[error("the order depends on the data: {} of the {} probes repeated with other values gave other counts ({} of {} answers); no static tree describes the subject", .0.changed_probes, .0.probes, .0.changed_count, .0.answers)]
-    DataDependent(Box<Repeats>),
-}
-
-/// Most distinct probes one reveal may request: 2^24. Each keeps a tally of
-/// its answers (about 50 bytes), so the tallies stay under about 1 GiB;
-/// checked before each round, before its launches are built.
-pub const MAX_PROBES: usize = 1 << 24;
-
-/// The window index of a probe that counts every other term.
-const NO_WINDOW: u32 = u32::MAX;
-
-/// A probe: `+B` at p, `-B` at q, the window (chunk of the other terms)
-/// whose units it counts, or [`NO_WINDOW`].
-type Key = (u32, u32, u32);
-
-/// Where an answer sat: (launch, row, column).
-type At = (u32, u32, u32);
-
-fn at(launch: usize, row: usize, col: usize) -> At {
-    (launch as u32, row as u32, col as u32)
 }
 
 /// Every tallied answer against the recovered tree: (the
@@ -427,6 +371,84 @@ pub fn reveal_mx(subject: &dyn Subject, o: RevealOptions, format: MxFormat) -> R
 
 fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Revealed, RevealError> {
     check_options(&o, mx.is_some())?;
+    let mut pr = new_prober(subject, o, mx)?;
+    let kl = pr.kl;
+    let mut clock = Clock::start();
+    pr.window = pr.calibrate()?;
+    clock.mark("calibration");
+    pr.spent = [0.0; 3];
+    let tasks = fprev_rounds(&mut pr)?;
+    let shape = recovered_shape(&tasks, kl)?;
+    // every answer (tallied per probe) against the recovered tree
+    // others against the recovered tree
+    let rounds = clock.lap.elapsed().as_secs_f64();
+    let [built, ran, read] = pr.spent;
+    clock.timings.extend([
+        ("probe inputs built", built),
+        ("probe launches (in the subject)", ran),
+        ("probe answers read and tallied", read),
+        ("tree assembled", rounds - built - ran - read),
+    ]);
+    clock.lap = std::time::Instant::now();
+    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
+    clock.mark("answers checked against the tree");
+    // a tree every answer agrees with: do the answers depend on the data?
+    let repeats = if disagreement_count == 0 {
+        let r = pr.repeat(&shape)?;
+        clock.mark("probes repeated with other values");
+        if r.changed_count > 0 {
+            return Err(RevealError::DataDependent(Box::new(r)));
+        }
+        r
+    } else {
+        Repeats::default()
+    };
+    let t = &pr.tallies;
+    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
+    // the order: shape-matching candidates told apart by their bytes
+    let inputs = if mx.is_some() {
+        Inputs::Mx
+    } else {
+        Inputs::of_type(o.input)
+    };
+    let family = candidates::family(inputs, o.k);
+    let (shape_matches, closest) = match_shapes(&family, &shape, o.k, mx.is_some());
+    clock.mark("shape matched against the candidates");
+    let verified = if shape_matches.is_empty() {
+        Verified::default()
+    } else {
+        let v = verify_matches(&mut pr, mx, &shape_matches, &mut clock)?;
+        clock.mark("identify among the shape matches");
+        v
+    };
+    Ok(Revealed {
+        m: o.m,
+        k: o.k,
+        n: o.n,
+        input: o.input,
+        mx,
+        scheme: pr.scheme,
+        window: pr.window,
+        launches: pr.launches,
+        probes,
+        distinct_probes,
+        shape,
+        checked,
+        disagreements,
+        disagreement_count,
+        shape_matches,
+        closest,
+        order: verified.order,
+        equivalent: verified.equivalent,
+        verified_elements: verified.elements,
+        repeats,
+        timings: clock.finish(),
+    })
+}
+
+/// A prober for `o` (MX inputs of `mx`: the leaves are K's blocks), before
+/// calibration (its window is every leaf).
+fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Prober<'_>, RevealError> {
     let codes =
         match mx {
             None => None,
@@ -436,7 +458,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         };
     let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
     let (lo, hi, scheme) = magnitudes(o.input, mx.is_some());
-    let mut pr = Prober {
+    Ok(Prober {
         subject,
         o,
         mx: codes,
@@ -450,12 +472,14 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         scopes: Scopes::new(kl),
         spent: [0.0; 3],
         buffers: (Vec::new(), Vec::new()),
-    };
-    let mut clock = Clock::start();
-    pr.window = pr.calibrate()?;
-    clock.mark("calibration");
-    pr.spent = [0.0; 3];
-    // FPRev's recursion, one level per round
+    })
+}
+
+/// FPRev's recursion, one level per round: each task's leaves are grouped
+/// by the L their pair with the task's first leaf measures; every group of
+/// two or more becomes a task of the next round.
+fn fprev_rounds(pr: &mut Prober) -> Result<Vec<Task>, RevealError> {
+    let kl = pr.kl;
     let mut tasks = vec![Task {
         set: (0..kl as u32).collect(),
         groups: vec![],
@@ -506,8 +530,14 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         }
         frontier = next;
     }
+    Ok(tasks)
+}
+
+/// The tree the rounds' tasks assemble to; Err when it does not hold all
+/// `kl` leaves.
+fn recovered_shape(tasks: &[Task], kl: usize) -> Result<Shape, RevealError> {
     let mut nodes = Vec::new();
-    let root = match assemble(&tasks, 0, &mut nodes)? {
+    let root = match assemble(tasks, 0, &mut nodes)? {
         Built::Leaf(x) => Child::Leaf(x),
         Built::Group(ch, size) => {
             if size as usize != kl {
@@ -519,209 +549,202 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
             Child::Node(nodes.len() - 1)
         }
     };
-    let shape = Shape {
+    Ok(Shape {
         k: kl,
         nodes,
         root: Some(root),
-    };
-    // every answer (tallied per probe) against the recovered tree
-    // others against the recovered tree
-    let rounds = clock.lap.elapsed().as_secs_f64();
-    let [built, ran, read] = pr.spent;
-    clock.timings.extend([
-        ("probe inputs built", built),
-        ("probe launches (in the subject)", ran),
-        ("probe answers read and tallied", read),
-        ("tree assembled", rounds - built - ran - read),
-    ]);
-    clock.lap = std::time::Instant::now();
-    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
-    clock.mark("answers checked against the tree");
-    // a tree every answer agrees with: do the answers depend on the data?
-    let repeats = if disagreement_count == 0 {
-        let r = pr.repeat(&shape)?;
-        clock.mark("probes repeated with other values");
-        if r.changed_count > 0 {
-            return Err(RevealError::DataDependent(Box::new(r)));
-        }
-        r
-    } else {
-        Repeats::default()
-    };
-    let t = &pr.tallies;
-    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
-    // the order: shape-matching candidates told apart by their bytes
-    let inputs = if mx.is_some() {
-        Inputs::Mx
-    } else {
-        Inputs::of_type(o.input)
-    };
-    let family = candidates::family(inputs, o.k);
+    })
+}
+
+/// The candidates of `family` whose tree has `shape` (one tree per shape
+/// key, compiled in parallel), and when none has, the first (simplest) of
+/// the nearest keys.
+fn match_shapes(
+    family: &[candidates::Candidate],
+    shape: &Shape,
+    k: usize,
+    mx: bool,
+) -> (Vec<Order>, Option<crate::explain::ShapeMiss>) {
+    use rayon::prelude::*;
     let canon = shape.canonical();
     let mut closest: Option<crate::explain::ShapeMiss> = None;
-    let shape_matches: Vec<Order> = {
-        use rayon::prelude::*;
-        // one tree per shape key, compiled in parallel
-        let mut index: HashMap<Order, usize> = HashMap::new();
-        let mut uniq: Vec<Order> = Vec::new();
-        for c in &family {
-            index.entry(shape_key(&c.order)).or_insert_with(|| {
-                uniq.push(shape_key(&c.order));
-                uniq.len() - 1
-            });
-        }
-        let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
-            .par_iter()
-            .map(|ord| Shape::distance(&canon, &order_shape(ord, o.k, mx.is_some()).canonical()))
-            .collect();
-        let hit: Vec<bool> = dist.iter().map(|d| d.0 == 0).collect();
-        if !hit.contains(&true) {
-            // the first (simplest) of the nearest keys
-            closest = dist
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, d)| d.0)
-                .map(|(i, d)| crate::explain::ShapeMiss {
-                    order: uniq[i],
-                    edges_differ: d.0,
-                    first: d.1,
-                });
-        }
-        family
-            .iter()
-            .map(|c| c.order)
-            .filter(|ord| hit[index[&shape_key(ord)]])
-            .collect()
-    };
-    clock.mark("shape matched against the candidates");
-    let mut order = None;
-    let mut equivalent = Vec::new();
-    let mut verified_elements = 0;
-    if !shape_matches.is_empty() {
-        let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
-        let cols = verify_columns(o.n);
-        let c = cols.len();
-        let pick = |out: &[f32]| -> Vec<f32> {
-            rows.iter()
-                .flat_map(|&r| cols.iter().map(move |&j| out[r * o.n + j]))
-                .collect()
-        };
-        let cands: Vec<candidates::Candidate> = shape_matches
-            .iter()
-            .map(|&order| candidates::Candidate {
-                order,
-                source: candidates::Source::Family,
-            })
-            .collect();
-        let ids = match mx {
-            None => {
-                // random values in the compared rows of A and columns of
-                // B, zeros elsewhere
-                let mut a = vec![0f32; o.m * o.k];
-                a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
-                let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
-                let mut b = vec![0f32; o.k * o.n];
-                for x in 0..o.k {
-                    for (t, &j) in cols.iter().enumerate() {
-                        b[x * o.n + j] = bc[x * c + t];
-                    }
-                }
-                let p = Problem {
-                    a: Matrix::F32(&a),
-                    b: Matrix::F32(&b),
-                    m: o.m,
-                    n: o.n,
-                    k: o.k,
-                    b_layout: BLayout::Kn,
-                };
-                let observed = pick(&verification_launch(&mut pr, &p)?);
-                clock.mark("verification launch");
-                verified_elements = observed.len();
-                // the candidates on the compared columns only
-                let sub = Problem {
-                    b: Matrix::F32(&bc),
-                    n: c,
-                    ..p
-                };
-                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
-            }
-            Some(f) => {
-                let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
-                let (cb, sb) = random_mx(f, o.k, o.n, true, o.seed ^ 0xB0B);
-                let p = Problem {
-                    a: Matrix::Mx {
-                        codes: &ca,
-                        scales: &sa,
-                        format: f,
-                    },
-                    b: Matrix::Mx {
-                        codes: &cb,
-                        scales: &sb,
-                        format: f,
-                    },
-                    m: o.m,
-                    n: o.n,
-                    k: o.k,
-                    b_layout: BLayout::Kn,
-                };
-                let observed = pick(&verification_launch(&mut pr, &p)?);
-                clock.mark("verification launch");
-                verified_elements = observed.len();
-                // the candidates on the compared columns only
-                let kb = o.k / MX_BLOCK;
-                let (cb, sb) = (&cb, &sb);
-                let cbc: Vec<u8> = (0..o.k)
-                    .flat_map(|x| cols.iter().map(move |&j| cb[x * o.n + j]))
-                    .collect();
-                let sbc: Vec<u8> = (0..kb)
-                    .flat_map(|x| cols.iter().map(move |&j| sb[x * o.n + j]))
-                    .collect();
-                let sub = Problem {
-                    b: Matrix::Mx {
-                        codes: &cbc,
-                        scales: &sbc,
-                        format: f,
-                    },
-                    n: c,
-                    ..p
-                };
-                identify(&sub, &rows, &observed, &cands, IdentifyOptions::default())
-            }
-        }
-        .map_err(RevealError::Inconsistent)?;
-        let mut common: Vec<Order> = ids[0].matches.clone();
-        for id in &ids[1..] {
-            common.retain(|x| id.matches.contains(x));
-        }
-        if let Some((first, rest)) = common.split_first() {
-            order = Some(*first);
-            equivalent = rest.to_vec();
-        }
-        clock.mark("identify among the shape matches");
+    let mut index: HashMap<Order, usize> = HashMap::new();
+    let mut uniq: Vec<Order> = Vec::new();
+    for c in family {
+        index.entry(shape_key(&c.order)).or_insert_with(|| {
+            uniq.push(shape_key(&c.order));
+            uniq.len() - 1
+        });
     }
-    Ok(Revealed {
+    let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
+        .par_iter()
+        .map(|ord| Shape::distance(&canon, &order_shape(ord, k, mx).canonical()))
+        .collect();
+    let hit: Vec<bool> = dist.iter().map(|d| d.0 == 0).collect();
+    if !hit.contains(&true) {
+        closest = dist
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, d)| d.0)
+            .map(|(i, d)| crate::explain::ShapeMiss {
+                order: uniq[i],
+                edges_differ: d.0,
+                first: d.1,
+            });
+    }
+    let matches = family
+        .iter()
+        .map(|c| c.order)
+        .filter(|ord| hit[index[&shape_key(ord)]])
+        .collect();
+    (matches, closest)
+}
+
+/// What the verification launch told apart: the first order every
+/// compared element agrees with, the others that agree too, and how many
+/// elements were compared.
+#[derive(Default)]
+struct Verified {
+    order: Option<Order>,
+    equivalent: Vec<Order>,
+    elements: usize,
+}
+
+/// The verification launch (random inputs in the compared rows and
+/// columns) and the shape matches identified on its bytes.
+fn verify_matches(
+    pr: &mut Prober,
+    mx: Option<MxFormat>,
+    shape_matches: &[Order],
+    clock: &mut Clock,
+) -> Result<Verified, RevealError> {
+    let o = pr.o;
+    let rows: Vec<usize> = (0..o.m.min(o.verify_rows.max(1))).collect();
+    let cols = verify_columns(o.n);
+    let cands: Vec<candidates::Candidate> = shape_matches
+        .iter()
+        .map(|&order| candidates::Candidate {
+            order,
+            source: candidates::Source::Family,
+        })
+        .collect();
+    let (ids, elements) = match mx {
+        None => verify_f32(pr, &rows, &cols, &cands, clock)?,
+        Some(f) => verify_mx(pr, f, &rows, &cols, &cands, clock)?,
+    };
+    let mut common: Vec<Order> = ids[0].matches.clone();
+    for id in &ids[1..] {
+        common.retain(|x| id.matches.contains(x));
+    }
+    let mut v = Verified {
+        elements,
+        ..Verified::default()
+    };
+    if let Some((first, rest)) = common.split_first() {
+        v.order = Some(*first);
+        v.equivalent = rest.to_vec();
+    }
+    Ok(v)
+}
+
+/// Elements `rows` x `cols` of an output of `n` columns, row by row.
+fn pick(out: &[f32], rows: &[usize], cols: &[usize], n: usize) -> Vec<f32> {
+    rows.iter()
+        .flat_map(|&r| cols.iter().map(move |&j| out[r * n + j]))
+        .collect()
+}
+
+/// [`verify_matches`] on f32 inputs: random values in the compared rows of
+/// A and columns of B, zeros elsewhere; the candidates run on the compared
+/// columns only.
+fn verify_f32(
+    pr: &mut Prober,
+    rows: &[usize],
+    cols: &[usize],
+    cands: &[candidates::Candidate],
+    clock: &mut Clock,
+) -> Result<(Vec<RowIdentity>, usize), RevealError> {
+    let o = pr.o;
+    let c = cols.len();
+    let mut a = vec![0f32; o.m * o.k];
+    a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
+    let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
+    let mut b = vec![0f32; o.k * o.n];
+    for x in 0..o.k {
+        for (t, &j) in cols.iter().enumerate() {
+            b[x * o.n + j] = bc[x * c + t];
+        }
+    }
+    let p = Problem {
+        a: Matrix::F32(&a),
+        b: Matrix::F32(&b),
         m: o.m,
-        k: o.k,
         n: o.n,
-        input: o.input,
-        mx,
-        scheme: pr.scheme,
-        window: pr.window,
-        launches: pr.launches,
-        probes,
-        distinct_probes,
-        shape,
-        checked,
-        disagreements,
-        disagreement_count,
-        shape_matches,
-        closest,
-        order,
-        equivalent,
-        verified_elements,
-        repeats,
-        timings: clock.finish(),
-    })
+        k: o.k,
+        b_layout: BLayout::Kn,
+    };
+    let observed = pick(&verification_launch(pr, &p)?, rows, cols, o.n);
+    clock.mark("verification launch");
+    let sub = Problem {
+        b: Matrix::F32(&bc),
+        n: c,
+        ..p
+    };
+    let ids = identify(&sub, rows, &observed, cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
+    Ok((ids, observed.len()))
+}
+
+/// [`verify_matches`] on MX inputs of `f`: random codes and scales; the
+/// candidates run on the compared columns only.
+fn verify_mx(
+    pr: &mut Prober,
+    f: MxFormat,
+    rows: &[usize],
+    cols: &[usize],
+    cands: &[candidates::Candidate],
+    clock: &mut Clock,
+) -> Result<(Vec<RowIdentity>, usize), RevealError> {
+    let o = pr.o;
+    let c = cols.len();
+    let (ca, sa) = random_mx(f, o.m, o.k, false, o.seed ^ 0xA11CE);
+    let (cb, sb) = random_mx(f, o.k, o.n, true, o.seed ^ 0xB0B);
+    let p = Problem {
+        a: Matrix::Mx {
+            codes: &ca,
+            scales: &sa,
+            format: f,
+        },
+        b: Matrix::Mx {
+            codes: &cb,
+            scales: &sb,
+            format: f,
+        },
+        m: o.m,
+        n: o.n,
+        k: o.k,
+        b_layout: BLayout::Kn,
+    };
+    let observed = pick(&verification_launch(pr, &p)?, rows, cols, o.n);
+    clock.mark("verification launch");
+    let kb = o.k / MX_BLOCK;
+    let (cb, sb) = (&cb, &sb);
+    let cbc: Vec<u8> = (0..o.k)
+        .flat_map(|x| cols.iter().map(move |&j| cb[x * o.n + j]))
+        .collect();
+    let sbc: Vec<u8> = (0..kb)
+        .flat_map(|x| cols.iter().map(move |&j| sb[x * o.n + j]))
+        .collect();
+    let sub = Problem {
+        b: Matrix::Mx {
+            codes: &cbc,
+            scales: &sbc,
+            format: f,
+        },
+        n: c,
+        ..p
+    };
+    let ids = identify(&sub, rows, &observed, cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
+    Ok((ids, observed.len()))
 }
 
 #[cfg(test)]

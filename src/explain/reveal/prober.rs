@@ -1,8 +1,10 @@
 //! Probe launches: calibration, the lines and diagonal layouts, reading the
 //! answers into the tallies (see the module doc of `reveal`).
 
+use super::error::RevealError;
+use super::keys::{at, Key, NO_WINDOW};
+use super::options::{RevealOptions, Scheme, MAX_PROBES};
 use super::tally::{Local, Scopes, Tallies};
-use super::{at, Key, RevealError, RevealOptions, Scheme, MAX_PROBES, NO_WINDOW};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::InType;

@@ -25,8 +25,11 @@
 //! still swamped). Any other answer (another count, or not a whole number
 //! of the new unit) is a changed answer: the order depends on the data.
 
+use super::error::RevealError;
+use super::keys::{at, Key, NO_WINDOW};
+use super::options::Scheme;
 use super::prober::{refill, Prober};
-use super::{at, Key, RevealError, Scheme, NO_WINDOW};
+use super::repeats::{ChangedAnswer, Repeats};
 use crate::explain::shape::Shape;
 use crate::order::InType;
 use std::collections::HashMap;
@@ -36,43 +39,6 @@ pub const REPEAT_PROBES: usize = 64;
 
 /// Changed answers listed (all are counted).
 const LISTED: usize = 16;
-
-/// A repeated probe answer that differs from the probe's first answer.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ChangedAnswer {
-    /// Which repeat (`rescaled up`, `rescaled down`, `refilled`).
-    pub repeat: &'static str,
-    pub launch: usize,
-    pub row: usize,
-    pub col: usize,
-    /// The probe: `+B` at p, `-B` at q, the window of counted units (None:
-    /// every other term).
-    pub p: u32,
-    pub q: u32,
-    pub window: Option<u32>,
-    /// Units the probe counted the first time.
-    pub before: u32,
-    /// Units counted in the repeat (None: not a whole number of the
-    /// repeat's unit; `value` is the raw output).
-    pub after: Option<u32>,
-    pub value: f32,
-}
-
-/// What the repeats found.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct Repeats {
-    /// Distinct probes repeated.
-    pub probes: usize,
-    /// The repeats run, in words (one launch each).
-    pub repeats: Vec<String>,
-    /// Answers checked (every position of every repeat launch).
-    pub answers: usize,
-    /// Changed answers, at most 16 listed, and their count.
-    pub changed: Vec<ChangedAnswer>,
-    pub changed_count: usize,
-    /// The distinct probes with a changed answer (p, q, window).
-    pub changed_probes: usize,
-}
 
 /// One repeat: power-of-two shifts of the probe operand's units and large
 /// values and of the other operand's units and (diagonal) large values;
@@ -173,12 +139,21 @@ fn describe(v: &Variant, scheme: Scheme, fills: &[f32], lo: f32) -> String {
     }
 }
 
+/// A sampled probe: its key, its line in leaf space and the count it
+/// gave first.
+struct Probe {
+    key: Key,
+    /// (leaf, swamped) for every unit of the line
+    units: Vec<(u32, bool)>,
+    before: u32,
+}
+
 impl Prober<'_> {
-    /// Repeats a seeded sample of the tallied probes with other values
-    /// (module doc) and checks every answer against the probe's first
-    /// count. `shape` is the recovered tree (it says which units are
-    /// swamped).
-    pub(super) fn repeat(&mut self, shape: &Shape) -> Result<Repeats, RevealError> {
+    /// A seeded sample of the tallied probes (partial Fisher-Yates, then
+    /// in key order), each with its line in leaf space (units counted or
+    /// swamped under `shape`) and its first count; and the generator,
+    /// which goes on to draw the refill choices.
+    fn sample_probes(&self, shape: &Shape) -> (Vec<Probe>, crate::rng::SplitMix64) {
         let (m, kl, n, w) = (self.o.m, self.kl, self.o.n, self.window);
         let slots = match self.scheme {
             Scheme::Lines => m.max(n),
@@ -200,12 +175,6 @@ impl Prober<'_> {
         // the count it gave first
         let lca = shape.lca_sizes();
         let mut rows: HashMap<u32, Vec<u32>> = HashMap::new();
-        struct Probe {
-            key: Key,
-            /// (leaf, swamped) for every unit of the line
-            units: Vec<(u32, bool)>,
-            before: u32,
-        }
         let mut probes = Vec::with_capacity(s);
         for &key in &sample {
             let (p, q, c) = key;
@@ -230,6 +199,17 @@ impl Prober<'_> {
                 before: (act + 2).saturating_sub(v),
             });
         }
+        (probes, r)
+    }
+
+    /// Repeats a seeded sample of the tallied probes with other values
+    /// (module doc) and checks every answer against the probe's first
+    /// count. `shape` is the recovered tree (it says which units are
+    /// swamped).
+    pub(super) fn repeat(&mut self, shape: &Shape) -> Result<Repeats, RevealError> {
+        let (m, kl, n) = (self.o.m, self.kl, self.o.n);
+        let (probes, mut r) = self.sample_probes(shape);
+        let s = probes.len();
         let (lo, hi) = (self.lo, self.hi);
         let half = lo / 2.0;
         let fills: Vec<f32> = if exact(half, self.o.input, self.mx.is_some()) {

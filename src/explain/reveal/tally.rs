@@ -1,7 +1,7 @@
 //! What the probes found: each answer tallied against its probe, and the
 //! scopes windowed probes count units in (see the module doc of `reveal`).
 
-use super::{At, Key, NO_WINDOW};
+use super::keys::{At, Key, NO_WINDOW};
 use std::collections::HashMap;
 
 /// Answers that differ from their probe's first answer are tallied per

@@ -14,8 +14,9 @@
 //! contiguously): once per part for all tiles when there are several row
 //! blocks, else per tile and K block, right before use.
 
+use super::isa::Isa;
 use super::plan::{Op, Plan};
-use super::{elementwise, Isa, TileBufs};
+use super::tile::{elementwise, TileBufs};
 use rayon::prelude::*;
 
 #[derive(Clone, Copy, Debug)]

@@ -21,8 +21,9 @@
 //! the marked outputs' fused sums are then recomputed for their special
 //! value as that section's "Specials" rule says.
 
+use super::isa::Isa;
 use super::plan::{Op, Plan, Step};
-use super::{elementwise, Isa, TileBufs};
+use super::tile::{elementwise, TileBufs};
 use crate::format::{pow2, pow2_f32};
 use crate::order::Mma;
 use rayon::prelude::*;

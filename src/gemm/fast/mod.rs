@@ -33,61 +33,17 @@
 //! tests check the hand-off and compare only what the kernels computed.
 
 mod fma;
+mod isa;
 mod mma;
 mod plan;
+mod tile;
+
+pub use isa::Isa;
 
 use super::{eval, Kind, Prepared};
-use crate::order::{Family, Order, OutFmt, Tree};
-use plan::{Op, Plan, Step};
+use crate::order::{Family, Order, Tree};
+use plan::Plan;
 use rayon::prelude::*;
-
-/// Instruction sets the kernels are compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2,
-    Portable,
-}
-
-impl Isa {
-    /// The best one this CPU runs.
-    pub fn detect() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512dq")
-                && is_x86_feature_detected!("avx512vl")
-                && is_x86_feature_detected!("avx512cd")
-                && is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("fma")
-                && is_x86_feature_detected!("bmi1")
-                && is_x86_feature_detected!("bmi2")
-                && is_x86_feature_detected!("lzcnt")
-            {
-                return Isa::Avx512;
-            }
-            if is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("fma")
-                && is_x86_feature_detected!("bmi1")
-                && is_x86_feature_detected!("bmi2")
-                && is_x86_feature_detected!("lzcnt")
-            {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Portable
-    }
-
-    /// Whether this CPU runs it.
-    pub fn available(self) -> bool {
-        match (self, Isa::detect()) {
-            (Isa::Portable, _) | (_, Isa::Avx512) => true,
-            (Isa::Avx2, d) => d == Isa::Avx2,
-            (Isa::Avx512, _) => false,
-        }
-    }
-}
 
 /// The fast kernels' own result for the selected rows, before the hand-off
 /// to the evaluator (the module's contract, above).
@@ -174,56 +130,11 @@ fn kernels(order: &Order, tree: &Tree, prep: &Prepared, rows: &[usize], isa: Isa
     Some(Computed { values, handed_off })
 }
 
-/// `eval::convert_out` (RNE to bf16/f16, widened back), with `half`'s
-/// conversions for numbers (NaNs take the evaluator's path).
-#[inline]
-fn convert(x: f32, to: OutFmt) -> f32 {
-    match to {
-        _ if x.is_nan() => eval::convert_out(x, to),
-        OutFmt::F32 => x,
-        OutFmt::Bf16 => half::bf16::from_f32(x).to_f32(),
-        OutFmt::F16 => half::f16::from_f32(x).to_f32(),
-    }
-}
-
-/// The tile buffers of one task, one per plan slot.
-struct TileBufs(Vec<Vec<f32>>);
-
-impl TileBufs {
-    fn new(slots: usize, len: usize) -> TileBufs {
-        TileBufs((0..slots).map(|_| vec![0f32; len]).collect())
-    }
-}
-
-/// The element-wise operations of a plan, over whole tile buffers.
-fn elementwise(op: &Op, st: &Step, bufs: &mut [Vec<f32>]) {
-    let mut d = std::mem::take(&mut bufs[st.dst]);
-    match *op {
-        Op::Zero => d.fill(0.0),
-        Op::Add { .. } => {
-            for ((d, a), b) in d.iter_mut().zip(&bufs[st.src[0]]).zip(&bufs[st.src[1]]) {
-                *d = a + b;
-            }
-        }
-        Op::Promote { .. } => {
-            // element inputs (or `scale=fused`): the scale is 1.0
-            for ((d, acc), p) in d.iter_mut().zip(&bufs[st.src[0]]).zip(&bufs[st.src[1]]) {
-                *d = 1f32.mul_add(*p, *acc);
-            }
-        }
-        Op::Convert { to, .. } => {
-            for (d, x) in d.iter_mut().zip(&bufs[st.src[0]]) {
-                *d = convert(*x, to);
-            }
-        }
-        Op::Chain { .. } | Op::Fused { .. } => unreachable!("kernel operations are run by their module"),
-    }
-    bufs[st.dst] = d;
-}
-
 #[cfg(test)]
 mod tests {
+    use super::tile::convert;
     use super::*;
+    use crate::order::OutFmt;
 
     #[test]
     fn convert_matches_the_evaluator() {
