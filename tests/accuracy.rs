@@ -891,3 +891,23 @@ fn a_nan_factor_makes_the_exact_sum_nan() {
         }
     }
 }
+
+/// An infinite product takes the sign of the two factors' signs combined by
+/// exclusive or (a mutation that combined them by `|` lived,
+/// docs/TESTING.md): -Inf x -1 is +Inf, Inf x -2 is -Inf.
+#[test]
+fn an_infinite_product_takes_the_sign_of_its_factors() {
+    let inf = f32::INFINITY;
+    for (a, b, negative) in [
+        (-inf, -1.0, false),
+        (-1.0, -inf, false),
+        (inf, -2.0, true),
+        (-0.5, inf, true),
+        (inf, 3.0, false),
+        (-inf, inf, true),
+    ] {
+        let mut s = ExactSum::new();
+        s.add_product_f32(a, b).unwrap();
+        assert_eq!(s.value(), Input::Inf { negative }, "{a} x {b}");
+    }
+}
