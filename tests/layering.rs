@@ -176,6 +176,23 @@ fn the_circle_check_sees_a_planted_circle() {
     std::fs::write(folder.join("a.rs"), "pub struct A;\n").unwrap();
     let (names, edges) = file_edges(&folder);
     assert!(cycles(&names, &edges).is_empty(), "{edges:?}");
+    // mod.rs counts: it calls a child that uses an item mod.rs defines
+    std::fs::write(
+        folder.join("mod.rs"),
+        "mod a;\nmod b;\nmod c;\npub use c::Thing;\npub struct Shared;\nfn go() { a::run() }\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("a.rs"), "use super::Shared;\npub fn run() {}\n").unwrap();
+    let (names, edges) = file_edges(&folder);
+    assert_eq!(cycles(&names, &edges), vec![vec!["a", "mod", "a"]], "{edges:?}");
+    // a re-export and a `mod` line are not imports by mod.rs
+    std::fs::write(
+        folder.join("mod.rs"),
+        "mod a;\nmod b;\nmod c;\npub use a::run;\npub struct Shared;\n",
+    )
+    .unwrap();
+    let (names, edges) = file_edges(&folder);
+    assert!(cycles(&names, &edges).is_empty(), "{edges:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

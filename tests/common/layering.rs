@@ -175,8 +175,11 @@ pub fn module_imports(module: &str) -> Vec<(String, String)> {
     out
 }
 
-/// The files of folder `dir` (its `.rs` files but `mod.rs`, and its
-/// subfolders, each one node) and which import which: `(from, to)` indices.
+/// The files of folder `dir` (its `.rs` files, `mod.rs` as the node
+/// `mod`, and its subfolders, each one node) and which import which:
+/// `(from, to)` indices. `mod.rs` imports a child when its code (its
+/// `mod` and `pub use` lines aside) names it; a child imports `mod.rs`
+/// when it names an item that `mod.rs` itself defines.
 pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
     // the crate root: the nearest ancestor named `src`
     let root = dir
@@ -192,9 +195,37 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    let mod_rs = dir.join("mod.rs");
+    let mod_code: Vec<String> = if mod_rs.is_file() {
+        code_of(&std::fs::read_to_string(&mod_rs).unwrap())
+    } else {
+        Vec::new()
+    };
+    // the items mod.rs defines itself (not re-exports)
+    let defined_in_mod: Vec<String> = mod_code
+        .iter()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("pub ")
+                .or_else(|| l.strip_prefix("pub(crate) "))
+                .unwrap_or(l);
+            ["fn ", "struct ", "enum ", "const ", "type ", "trait ", "static "]
+                .iter()
+                .find_map(|kw| {
+                    l.strip_prefix(kw).map(|r| {
+                        r.chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect::<String>()
+                    })
+                })
+        })
+        .filter(|n| !n.is_empty())
+        .collect();
+    names.push("mod".to_string());
+    let mod_node = names.len() - 1;
     // items mod.rs re-exports from a file: item -> file
     let mut reexports: Vec<(String, String)> = Vec::new();
-    let mod_rs = dir.join("mod.rs");
     if mod_rs.is_file() {
         let text = std::fs::read_to_string(&mod_rs).unwrap();
         for line in code_of(&text).join("\n").split(';') {
@@ -218,6 +249,40 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
         }
     }
     let mut edges = Vec::new();
+    // mod.rs's own code, its `mod` and `pub use` statements aside: a child
+    // named as `child::` or through a crate::/super::/self:: path
+    let own: String = mod_code
+        .join("\n")
+        .split(';')
+        .filter(|st| {
+            let t = st.trim_start();
+            ![
+                "pub use ",
+                "pub(crate) use ",
+                "pub(super) use ",
+                "mod ",
+                "pub mod ",
+                "pub(crate) mod ",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join(";");
+    let own_paths = named_paths(&folder, true, std::slice::from_ref(&own));
+    for (i, n) in names.iter().enumerate().filter(|(i, _)| *i != mod_node) {
+        let pat = format!("{n}::");
+        let named = own.match_indices(&pat).any(|(at, _)| {
+            let prev = own[..at].chars().next_back().unwrap_or(' ');
+            !(prev.is_alphanumeric() || prev == '_' || prev == ':')
+        });
+        let through_paths = own_paths
+            .iter()
+            .any(|(p, _)| p.len() > folder.len() && p[..folder.len()] == folder[..] && p[folder.len()] == *n);
+        if named || through_paths {
+            edges.push((mod_node, i));
+        }
+    }
     for f in rust_files(dir) {
         if f == mod_rs {
             continue;
@@ -238,12 +303,16 @@ pub fn file_edges(dir: &Path) -> (Vec<String>, Vec<(usize, usize)>) {
                 continue;
             }
             let next = &path[folder.len()];
-            let to = names.iter().position(|n| n == next).or_else(|| {
-                reexports
-                    .iter()
-                    .find(|(item, _)| item == next)
-                    .and_then(|(_, file)| names.iter().position(|n| n == file))
-            });
+            let to = names
+                .iter()
+                .position(|n| n == next && n != "mod")
+                .or_else(|| {
+                    reexports
+                        .iter()
+                        .find(|(item, _)| item == next)
+                        .and_then(|(_, file)| names.iter().position(|n| n == file))
+                })
+                .or_else(|| defined_in_mod.contains(next).then_some(mod_node));
             if let Some(to) = to.filter(|&t| t != from) {
                 edges.push((from, to));
             }

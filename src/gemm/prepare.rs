@@ -1,0 +1,319 @@
+//! A problem checked and prepared for an order: limits, operand shapes,
+//! exact representability in the order's input type, B transposed to
+//! `[N, K]`, MX scales decoded.
+
+use super::problem::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
+use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
+use crate::order::{Family, InType, MxScale, Order};
+
+/// Sizes checked before anything is allocated: K at most
+/// [`crate::limits::MAX_K`], the order's tree within
+/// [`crate::limits::MAX_TREE`], the output (`rows x N`) and an empty
+/// operand (no data bounds its other dimension) within
+/// [`crate::limits::MAX_ELEMENTS`] with zero dimensions counted as 1, and
+/// `M x K`, `K x N` without overflow.
+pub(super) fn check_limits(order: &Order, p: &Problem, rows: Option<&[usize]>) -> Result<(), GemmError> {
+    use crate::limits::{check_elements, nonzero_product};
+    let (m, n, k) = (p.m, p.n, p.k);
+    order.check_size(k).map_err(|e| GemmError::Limit(e.to_string()))?;
+    let out_rows = rows.map_or(m, |r| r.len());
+    check_elements("the output C", &[out_rows, n]).map_err(GemmError::Limit)?;
+    for (name, dims) in [("A", [m, k]), ("B", [k, n])] {
+        match nonzero_product(&dims) {
+            None => {
+                return Err(GemmError::Shape(format!(
+                    "M = {m}, N = {n}, K = {k}: the size of {name} overflows"
+                )))
+            }
+            Some(_) if dims.contains(&0) => {
+                check_elements(&format!("the empty operand {name}"), &dims).map_err(GemmError::Limit)?;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Inputs normalised for evaluation: A `[M, K]`, B transposed to `[N, K]`
+/// so each output reads two contiguous rows.
+pub struct Prepared {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub kind: Kind,
+}
+
+/// What a term is.
+pub enum Kind {
+    /// Element products of f32 values (`scale=dequant` for MX inputs).
+    Values { a: Vec<f32>, bt: Vec<f32> },
+    /// Element products of MX element values with per-block scale exponents
+    /// (`scale=fused`, or `scale=block` with mma + promote).
+    Scaled {
+        a: Vec<f32>,
+        bt: Vec<f32>,
+        xa: Vec<i32>,
+        xb: Vec<i32>,
+        fused: bool,
+    },
+    /// Exact block dots (`scale=block` with fma/muladd); terms are blocks.
+    Blocks {
+        a: Vec<u8>,
+        sa: Vec<u8>,
+        bt: Vec<u8>,
+        sb: Vec<u8>,
+        fa: Format,
+        fb: Format,
+    },
+}
+
+impl Prepared {
+    /// Number of terms per output (k, or k/32 for block terms).
+    pub fn terms(&self) -> usize {
+        match self.kind {
+            Kind::Blocks { .. } => self.k / MX_BLOCK,
+            _ => self.k,
+        }
+    }
+}
+
+/// `[rows, cols]` -> `[cols, rows]`, in 32x32 tiles.
+fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    const T_: usize = 32;
+    let mut out = vec![T::default(); x.len()];
+    for r0 in (0..rows).step_by(T_) {
+        for c0 in (0..cols).step_by(T_) {
+            for r in r0..(r0 + T_).min(rows) {
+                for c in c0..(c0 + T_).min(cols) {
+                    out[c * rows + r] = x[r * cols + c];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `v` is exactly a value of `t` (NaN: whether `t` has NaNs).
+pub fn representable(v: f32, t: InType) -> bool {
+    let Some(f) = t.format() else { return true };
+    if v.is_nan() {
+        return f.has_nan();
+    }
+    match encode_f32(v, f, &CastPolicy::ieee(f), 0) {
+        Ok(c) => {
+            let back = f.decode_f32(c);
+            back.to_bits() == v.to_bits()
+                || (v == 0.0 && back == 0.0 && v.is_sign_negative() == back.is_sign_negative())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Validates shapes, the order against the inputs, and normalises.
+/// The shape check every evaluator of a [`Problem`] shares (the model and
+/// the accuracy golden): operand sizes against M, K and N, and for MX
+/// inputs K a multiple of the block, the scales' sizes and every code a
+/// valid code of its format. A problem mixing MX and plain operands is
+/// left to the caller.
+pub fn check_operands(p: &Problem) -> Result<(), GemmError> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let need = |what: &str, got: usize, want: usize| -> Result<(), GemmError> {
+        if got != want {
+            return Err(GemmError::Shape(format!("{what} has {got} elements, expected {want}")));
+        }
+        Ok(())
+    };
+    match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
+            need("A", a.len(), m * k)?;
+            need("B", b.len(), k * n)
+        }
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
+            if k % MX_BLOCK != 0 {
+                return Err(GemmError::Shape(format!(
+                    "K = {k} is not a multiple of the MX block ({MX_BLOCK})"
+                )));
+            }
+            let kb = k / MX_BLOCK;
+            need("A codes", ca.len(), m * k)?;
+            need("B codes", cb.len(), k * n)?;
+            need("A scales", sa.len(), m * kb)?;
+            need("B scales", sb.len(), kb * n)?;
+            for (name, codes, f) in [("A", ca, fa.element()), ("B", cb, fb.element())] {
+                if let Some(i) = codes.iter().position(|&c| c as u32 >= f.code_count()) {
+                    return Err(GemmError::Shape(format!(
+                        "{name} code {:#x} at {i} is not a valid {f} code",
+                        codes[i]
+                    )));
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `scale=block` with an mma order: every promotion block must be one
+/// aligned MX block (parts and tiles start on multiples of 32), no lanes.
+fn check_block_alignment(order: &Order, k: usize) -> Result<(), GemmError> {
+    let t = order.ktile.unwrap_or(k as u32) as usize;
+    let parts_aligned = order.split == 1
+        || if order.interleave {
+            t.is_multiple_of(MX_BLOCK)
+        } else {
+            k.div_ceil(order.split as usize).is_multiple_of(MX_BLOCK)
+        };
+    let tiles_aligned = order.tile == crate::order::Tile::Carry || t.is_multiple_of(MX_BLOCK);
+    if order.lanes != 1 || !parts_aligned || !tiles_aligned {
+        return Err(GemmError::Unsupported(
+            "scale=block with an mma order needs every part and tile to start on an MX block (multiples of 32) and no lanes"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Every value of the prepared A and B is representable in the hardware
+/// step's input type `input`; Err names the first one that is not (B's
+/// index in the caller's layout).
+fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), GemmError> {
+    let (n, k) = (p.n, p.k);
+    let (a, bt) = match kind {
+        Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
+        Kind::Blocks { .. } => unreachable!(),
+    };
+    // a direct-mapped memo of verdicts by exact bits (MX operands hold
+    // at most 256 distinct values)
+    let mut memo = vec![(0u32, 0u8); 1024];
+    let mut ok = |x: f32| -> bool {
+        let b = x.to_bits();
+        let slot = &mut memo[(b.wrapping_mul(0x9E37_79B9) >> 22) as usize];
+        if slot.1 != 0 && slot.0 == b {
+            return slot.1 == 2;
+        }
+        let r = representable(x, input);
+        *slot = (b, 1 + r as u8);
+        r
+    };
+    for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
+        if let Some(i) = v.iter().position(|&x| !ok(x)) {
+            // report B's index in the caller's layout
+            let idx = if name == "B" && p.b_layout == BLayout::Kn {
+                (i % cols) * n + i / cols
+            } else {
+                i
+            };
+            return Err(GemmError::NotRepresentable {
+                operand: name,
+                index: idx,
+                value: v[i],
+                ty: input.name(),
+            });
+        }
+    }
+    Ok(())
+}
+
+pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
+    if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
+        return Err(GemmError::Unsupported(
+            "A and B must both be MX or both be plain values".into(),
+        ));
+    }
+    if !mx && order.scale != MxScale::Dequant {
+        return Err(GemmError::Unsupported(format!(
+            "scale={} needs MX inputs (codes and scales)",
+            if order.scale == MxScale::Block {
+                "block"
+            } else {
+                "fused"
+            }
+        )));
+    }
+    let kind = match (p.f32_operands(), p.mx_operands()) {
+        (Some((a, b)), _) => {
+            check_operands(p)?;
+            let bt = if p.b_layout == BLayout::Kn {
+                transpose(b, k, n)
+            } else {
+                b.to_vec()
+            };
+            Kind::Values { a: a.to_vec(), bt }
+        }
+        (None, Some((a, b))) => {
+            let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
+            check_operands(p)?;
+            let kb = k / MX_BLOCK;
+            let (cbt, sbt) = if p.b_layout == BLayout::Kn {
+                (transpose(cb, k, n), transpose(sb, kb, n))
+            } else {
+                (cb.to_vec(), sb.to_vec())
+            };
+            let (ea, eb) = (fa.element(), fb.element());
+            // codes are checked above: decode each of the format's codes once
+            let values = |c: &[u8], f: Format| -> Vec<f32> {
+                let table: Vec<f32> = (0..f.code_count().min(256) as u16).map(|x| f.decode_f32(x)).collect();
+                c.iter().map(|&x| table[x as usize]).collect()
+            };
+            let exps = |s: &[u8], rows: usize| -> Vec<i32> {
+                // per element (row, k) the block scale exponent; 0xFF -> NaN marker
+                let mut out = Vec::with_capacity(rows * k);
+                for r in 0..rows {
+                    for kk in 0..k {
+                        let b = s[r * kb + kk / MX_BLOCK];
+                        out.push(if b == 0xFF { i32::MIN } else { e8m0_exponent(b) });
+                    }
+                }
+                out
+            };
+            match (order.scale, order.family) {
+                (MxScale::Dequant, _) => {
+                    let deq = |c: &[u8], s: &[u8], rows: usize, f: Format| -> Vec<f32> {
+                        (0..rows * k)
+                            .map(|i| {
+                                let sc = s[(i / k) * kb + (i % k) / MX_BLOCK];
+                                if sc == 0xFF {
+                                    f32::NAN
+                                } else {
+                                    (f.decode_f64(c[i] as u16) * pow2(e8m0_exponent(sc))) as f32
+                                }
+                            })
+                            .collect()
+                    };
+                    Kind::Values {
+                        a: deq(ca, sa, m, ea),
+                        bt: deq(&cbt, &sbt, n, eb),
+                    }
+                }
+                (MxScale::Block, Family::Fma | Family::MulAdd) => Kind::Blocks {
+                    a: ca.to_vec(),
+                    sa: sa.to_vec(),
+                    bt: cbt,
+                    sb: sbt,
+                    fa: ea,
+                    fb: eb,
+                },
+                (MxScale::Block | MxScale::Fused, Family::Mma(_)) => Kind::Scaled {
+                    a: values(ca, ea),
+                    bt: values(&cbt, eb),
+                    xa: exps(sa, m),
+                    xb: exps(&sbt, n),
+                    fused: order.scale == MxScale::Fused,
+                },
+                (MxScale::Fused, _) => unreachable!("rejected by the order parser"),
+            }
+        }
+        _ => unreachable!(),
+    };
+    if let Kind::Scaled { fused: false, .. } = kind {
+        check_block_alignment(order, k)?;
+    }
+    // The hardware step's input type.
+    if let Some(mm) = order.mma() {
+        check_representable(&kind, mm.input, p)?;
+    }
+    Ok(Prepared { m, n, k, kind })
+}
