@@ -17,6 +17,12 @@ rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python pytest numpy
 
+# torch for mxbi.torch.locate and the torch tests (python/tests/test_locate.py,
+# test_torch.py): PyPI's wheel (with its CUDA libraries, which torch loads even
+# on a machine without a GPU; about 2.5 minutes on the CI machine)
+echo "== python binding: pip install torch"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check torch
+
 # the CLI the byte-comparison tests run (built by the root's release build)
 if [ -z "${MXBI_BIN:-}" ] && [ -x "$CARGO_TARGET_DIR/release/mxbi" ]; then
   export MXBI_BIN="$CARGO_TARGET_DIR/release/mxbi"

@@ -171,6 +171,7 @@ def reveal(
     verify_rows: int = 4,
     name: Optional[str] = None,
 ) -> Revealed: ...
+def family(k: int, input: Optional[str] = None) -> List[str]: ...  # the explainer's family for K terms
 def diverge(
     left: str,
     right: str,

@@ -8,6 +8,11 @@ A kernel test reads::
 ``mxbi_bi.fuzz(fn, max_cases=200, ...)`` takes :func:`mxbi.fuzz`'s
 arguments and fails the test with the minimal failing case if it finds one.
 
+``mxbi_bi.locate(model, make_inputs, batch_sizes=[1, 9, 33])`` takes
+:func:`mxbi.torch.locate`'s arguments and fails the test with the root
+causes (each op, its module, its orders at both batch sizes and the fix)
+unless the program is batch-invariant (records ``mxbi_locate``).
+
 ``mxbi_bi.check`` takes :func:`mxbi.bi.check`'s arguments and returns its
 report; when the check does not pass, the test fails with the CLI's summary
 (the cells that did not pass, with their first differing bytes) and the
@@ -151,6 +156,31 @@ class BiChecker:
             pytest.fail("\n".join(msg), pytrace=False)
         return result
 
+    def locate(self, model: Any, make_inputs: Any, **kwargs: Any) -> Any:
+        """Runs :func:`mxbi.torch.locate`; fails the test with the report
+        (root causes, their orders and fixes, the op table) unless the
+        program is batch-invariant. The JSON report goes to ``--mxbi-report``."""
+        import mxbi.torch
+
+        report = mxbi.torch.locate(model, make_inputs, **kwargs)
+        self.reports.append(report)
+        path = None
+        if self.report_dir:
+            os.makedirs(self.report_dir, exist_ok=True)
+            n = len(self.reports)
+            base = _file_name(self._request.node.nodeid)
+            path = os.path.join(self.report_dir, f"{base}-locate.json" if n == 1 else f"{base}-locate-{n}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(report.to_json())
+            self._record("mxbi_report", path)
+        self._record("mxbi_locate", report.summary_line())
+        if not report.invariant:
+            msg = ["mxbi: " + report.summary_line(), "", str(report), "", report.markdown().rstrip("\n")]
+            if path is not None:
+                msg += ["", f"JSON report: {path}"]
+            pytest.fail("\n".join(msg), pytrace=False)
+        return report
+
     def _explain(self, fn: Any, report: Any) -> Optional[str]:
         """The report's explanations name each failing family's orders; only
         when a side is not nameable is the kernel probed (``reveal``)."""
@@ -180,5 +210,6 @@ class BiChecker:
 
 @pytest.fixture
 def mxbi_bi(request: Any) -> BiChecker:
-    """Batch-invariance checks inside a test: ``mxbi_bi.check(fn, families=[...], k=..., n=...)``."""
+    """Batch-invariance checks inside a test: ``mxbi_bi.check(fn, families=[...], k=..., n=...)``,
+    ``mxbi_bi.fuzz(fn)``, ``mxbi_bi.locate(model, make_inputs, batch_sizes=[...])``."""
     return BiChecker(request)

@@ -1,4 +1,6 @@
-"""Running torch kernels as subjects: inputs moved to the GPU, outputs back.
+"""Torch programs: kernels as subjects (inputs moved to the GPU, outputs
+back), and :func:`locate`, from a model to the op that breaks batch
+invariance and its order (docs/LOCATE.md).
 
 Importing this module does not import torch; :func:`on_device` does. The
 checker hands a subject float32 numpy arrays whose values are exact in the
@@ -16,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from . import _args
 from ._arrays import to_numpy
 from ._mxbi import MxbiError
 
-__all__ = ["on_device", "to_numpy"]
+__all__ = ["on_device", "to_numpy", "locate"]
 
 
 def on_device(
@@ -60,3 +62,73 @@ def on_device(
         return to_numpy(out, "the output")
 
     return call
+
+
+#: kinds of ops that ``locate`` explains (docs/LOCATE.md, "What is explained")
+LOCATE_KINDS = ("mm", "addmm", "bmm", "baddbmm", "linear", "scaled_mm", "sum", "mean", "softmax", "log_softmax",
+                "rms_norm", "layer_norm", "var", "attention")
+
+
+def locate(
+    model: Callable[..., Any],
+    make_inputs: Callable[[int], Any],
+    batch_sizes: Sequence[int] = (1, 9, 33),
+    target: int = 0,
+    *,
+    batch_dim: int = 0,
+    ops: Optional[Dict[str, str]] = None,
+    explain_ops: bool = True,
+    evidence: bool = True,
+    seed: int = 7,
+    keep_elements: int = 1 << 20,
+    max_ops: int = 200_000,
+    max_reveals: int = 64,
+) -> Any:
+    """From a PyTorch program to the op that breaks batch invariance, and its
+    order (docs/LOCATE.md).
+
+    Runs ``model(*make_inputs(m))`` at every batch size of ``batch_sizes``,
+    records every aten op with its module path and the target sample's
+    slice of every tensor, aligns the op sequences and reports the root
+    causes: the ops whose target slice differs in bytes while every input
+    slice they read was identical, each explained (its order at both batch
+    sizes, where they diverge, the fix). Returns a ``LocateReport``
+    (``.invariant``, ``.root_causes``, ``.evidence``, ``.ops``, ``str()``,
+    ``to_json()``, ``markdown()``).
+
+    ``model``: an ``nn.Module`` (module paths from ``named_modules()``) or a
+    function of tensors. ``make_inputs(m)``: the positional inputs for batch
+    size ``m`` (a tuple, or one tensor), sample ``target`` the same at every
+    ``m``, the batch along ``batch_dim``. ``ops``: kinds of custom ops
+    (``{"lib::op": "linear"}``; kinds: :data:`LOCATE_KINDS`).
+    ``explain_ops``: explain the root causes. ``evidence``: also reveal
+    GEMM-like ops, linear reductions and attention whose bytes agreed but
+    whose shapes differ (a different order there is a latent root cause),
+    at most ``max_reveals`` distinct ops. ``keep_elements``: target slices
+    up to this many elements are kept for ULP distances and model searches
+    (larger ones are compared by digest). ``max_ops``: ops per run at most.
+    """
+    if not callable(model):
+        raise MxbiError(f"model: expected an nn.Module or a function of tensors, got {type(model).__name__}")
+    if not callable(make_inputs):
+        raise MxbiError(f"make_inputs: expected a function of the batch size, got {type(make_inputs).__name__}")
+    sizes = _args.sizes(batch_sizes, "batch_sizes")
+    if len(set(sizes)) < 2 or len(set(sizes)) != len(sizes):
+        raise MxbiError(f"batch_sizes: expected at least two distinct batch sizes, got {sizes}")
+    target = _args.integer(target, "target")
+    if target >= min(sizes):
+        raise MxbiError(f"target: {target} is not a position in every batch (the smallest has {min(sizes)})")
+    if ops is not None and not isinstance(ops, dict):
+        raise MxbiError(f"ops: expected a dict of op name -> kind, got {type(ops).__name__}")
+    declared = dict(ops or {})
+    for name, kind in declared.items():
+        if not isinstance(name, str) or not isinstance(kind, str):
+            raise MxbiError(f"ops: expected op names and kinds as strings, got {name!r}: {kind!r}")
+        if kind not in LOCATE_KINDS:
+            raise MxbiError(f"ops: unknown kind '{kind}' for {name}; expected one of {', '.join(LOCATE_KINDS)}")
+    from ._locate import locate as run
+
+    return run(model, make_inputs, sizes, target, _args.integer(batch_dim, "batch_dim"), declared,
+               _args.flag(explain_ops, "explain_ops"), _args.flag(evidence, "evidence"), _args.integer(seed, "seed"),
+               _args.integer(keep_elements, "keep_elements"), _args.size(max_ops, "max_ops"),
+               _args.integer(max_reveals, "max_reveals"))

@@ -53,6 +53,20 @@ impl PyRevealed {
     }
 }
 
+/// The explainer's built-in family of orders for K terms whose inputs are
+/// exact in `input` (the candidates `identify` tries; docs/EXPLAIN.md), each
+/// tree distinct for K, simplest first.
+#[pyfunction]
+#[pyo3(signature = (k, input=None))]
+pub(crate) fn family(k: usize, input: Option<&str>) -> PyResult<Vec<String>> {
+    let t = in_type(input, None)?;
+    mxbi::limits::check_k("k", k).map_err(err)?;
+    Ok(explain::candidates::family(explain::candidates::Inputs::of_type(t), k)
+        .into_iter()
+        .map(|c| c.order.to_string())
+        .collect())
+}
+
 /// Recovers a subject's reduction tree at one launch shape (FPRev-style
 /// probes through the subject interface).
 #[pyfunction]

@@ -42,6 +42,7 @@ fn _mxbi(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check::edge_ms, m)?)?;
     m.add_function(wrap_pyfunction!(explain::reveal, m)?)?;
     m.add_function(wrap_pyfunction!(explain::diverge, m)?)?;
+    m.add_function(wrap_pyfunction!(explain::family, m)?)?;
     m.add_function(wrap_pyfunction!(accuracy::accuracy, m)?)?;
     m.add_function(wrap_pyfunction!(fuzz::fuzz, m)?)?;
     m.add_function(wrap_pyfunction!(fuzz::check_case, m)?)?;

@@ -61,6 +61,7 @@ BAD: Dict[str, List[Any]] = {
     "argv": ["x", [3]],
     "callable": [3, None],
     "arraylike": [object(), "abc", None],
+    "kinds": [3, {"x::y": "bogus"}, {3: "mm"}],  # op name -> a kind of mxbi.torch.LOCATE_KINDS
 }
 
 
@@ -163,6 +164,11 @@ ROWS: List[Row] = [
     Row("mxbi.torch.on_device", lambda: mxbi.torch.on_device, dict(fn=muladd),  # the rest is torch's
         {"fn": "callable", "synchronize": "flag"}, control=False),
     Row("mxbi.torch.to_numpy", lambda: mxbi.torch.to_numpy, dict(x=A), {"x": "arraylike"}),
+    Row("mxbi.torch.locate", lambda: mxbi.torch.locate,  # the baseline needs torch (tests/test_locate.py)
+        dict(model=lambda x: x, make_inputs=lambda m: None, batch_sizes=[1, 2]),
+        {"model": "callable", "make_inputs": "callable", "batch_sizes": "sizes", "target": "count",
+         "batch_dim": "count", "ops": "kinds", "explain_ops": "flag", "evidence": "flag", "seed": "count",
+         "keep_elements": "count", "max_ops": "size", "max_reveals": "count"}, control=False),
     Row("Order", lambda: mxbi.Order, dict(spec="fma"), {"spec": "name"}),
     Row("Order.tree", lambda: mxbi.Order("fma").tree, dict(k=4), {"k": "count"}),
     Row("Order.diff", lambda: mxbi.Order("fma").diff, dict(other="fma;split=2", k=4),
