@@ -241,3 +241,23 @@ def test_the_target_need_not_be_the_first_sample():
     # at batch sizes that both stay at or below 8 the plant does not split
     assert mt.locate(model, lambda m: decoder.make_inputs(m, target=3), [4, 8], target=3,
                      ops=decoder.PLANTED_KINDS, evidence=False).invariant
+
+
+def test_integer_launch_state_beside_a_batched_output_is_not_compared():
+    @torch.library.custom_op("mxbi_test::with_seed", mutates_args=())
+    def with_seed(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # as an attention kernel returns its RNG offset: launch state that differs per batch size
+        return x * 2, torch.tensor(x.shape[0] * 7919, dtype=torch.int64)
+
+    @torch.library.custom_op("mxbi_test::with_stat", mutates_args=())
+    def with_stat(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # a float statistic over the batch: a result, compared
+        return x * 2, x.sum().reshape(1)
+
+    def make(m):
+        return (torch.arange(m * 4, dtype=torch.float32).reshape(m, 4) / 7,)
+
+    r = mt.locate(lambda x: with_seed(x)[0] + 1, make, [1, 5], evidence=False)
+    assert r.invariant, str(r)
+    r = mt.locate(lambda x: with_stat(x)[0] + 1, make, [1, 5], evidence=False)
+    assert [(c.op, c.verdict) for c in r.root_causes] == [("mxbi_test::with_stat", "mixes-batch")]

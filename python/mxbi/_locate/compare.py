@@ -16,6 +16,9 @@ For an op aligned between the first run (batch size ``a``) and another
   grow with the batch (the op reduces over samples: its output depends on
   the other samples by definition);
 - ``opaque``: an output slice cannot be told (not compared).
+
+Integer outputs that do not grow with the batch beside one that does (an
+attention kernel's RNG seed and offset) are launch state, not compared.
 """
 
 from __future__ import annotations
@@ -124,7 +127,10 @@ class Comparison:
         outs: List[Optional[bool]] = []
         ulp: Optional[int] = 0
         differing, elements = 0, 0
+        skip = bookkeeping(x)
         for slot, (ox, oy) in enumerate(zip(x.outputs, y.outputs)):
+            if slot in skip:
+                continue
             s = self._info_same(ox, oy)
             self._out_same[(x.index, slot)] = s
             outs.append(s)
@@ -141,7 +147,9 @@ class Comparison:
         if all(s is True for s in outs):
             return OpVerdict("same", 0, 0, elements)
         batched_in = any(i.rule[0] == "batch" for i in x.inputs)
-        if batched_in and any(o.rule[0] == "shared" for o in x.outputs) and any(s is False for s in outs):
+        shared_differs = any(self._info_same(ox, oy) is False for slot, (ox, oy) in enumerate(zip(x.outputs, y.outputs))
+                             if ox.rule[0] == "shared" and slot not in skip)
+        if batched_in and shared_differs:
             return OpVerdict("mixes-batch", ulp, differing, elements)
         if not any(s is False for s in outs):
             return OpVerdict("opaque", None, -1, elements)
@@ -157,6 +165,16 @@ class Comparison:
         else:
             v = "root"
         return OpVerdict(v, ulp, differing, elements)
+
+
+def bookkeeping(op: OpRecord) -> set:
+    """Output slots not compared: integer tensors that do not grow with the
+    batch beside an output that does (an attention kernel's RNG seed and
+    offset, say): state of the launch, not a result about the sample."""
+    if not any(o.rule[0] == "batch" for o in op.outputs):
+        return set()
+    return {slot for slot, o in enumerate(op.outputs)
+            if o.rule[0] == "shared" and not o.dtype.startswith(("float", "bfloat", "complex"))}
 
 
 def unaligned_ops(plan: Plan, r: int) -> Tuple[List[int], List[int]]:

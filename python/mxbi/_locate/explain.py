@@ -5,7 +5,7 @@ orders diverge and what to pin (docs/LOCATE.md, "What is explained")."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._mxbi import MxbiError
@@ -23,6 +23,7 @@ class Side:
     how: str = ""  # revealed / identified / not found, in words
     tree: Optional[str] = None  # the recovered tree, when no order names it
     launches: int = 0
+    matches: List[str] = field(default_factory=list)  # orders of the family with the recovered tree (when only the tree was told)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"m": self.m, "shape": self.shape, "order": self.order, "how": self.how, "launches": self.launches}
@@ -57,9 +58,9 @@ def _reveal(fn: Any, m: int, k: int, n: int, t: str, seed: int, side: Side, note
     order = r.order
     how = "revealed"
     if order is None:
-        matches = json.loads(r.to_json()).get("shape_matches") or []
-        if matches:
-            order, how = matches[0], "revealed (the tree of this order; its step arithmetic not told)"
+        side.matches = [str(x) for x in json.loads(r.to_json()).get("shape_matches") or []]
+        if side.matches:
+            order, how = side.matches[0], "revealed (the tree of this order; its step arithmetic not told)"
     side.order = order
     side.how = how + note
     if order is None:
@@ -108,7 +109,7 @@ def _explain_probed(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord, see
         key = (signature(rec), seed)
         if key in cache:
             side, tree, k, ex.axis = cache[key]
-            ex.sides.append(Side(run.m, side.shape, side.order, side.how, side.tree, side.launches))
+            ex.sides.append(replace(side, m=run.m, matches=list(side.matches)))
             trees.append(tree)
             continue
         try:
@@ -130,7 +131,7 @@ def _explain_probed(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord, see
         side = Side(run.m, f"M={m},K={k},N={n}")
         trees.append(_reveal(fn, m, k, n, t, seed, side, note))
         ex.sides.append(side)
-        cache[key] = (side, trees[-1], k, ex.axis)
+        cache[key] = (replace(side, matches=list(side.matches)), trees[-1], k, ex.axis)
     _compare_sides(ex, trees, k)
     return ex
 
@@ -139,6 +140,8 @@ def _compare_sides(ex: Explanation, trees: List[Optional[str]], k: int) -> None:
     from ..explain import diverge
 
     sa, sb = ex.sides
+    _same_output_spelling(sa, sb)
+    _same_output_spelling(sb, sa)
     lines = [f"at m={s.m} ({s.shape or 'not run'}): {s.order or '(no order)'} [{s.how}]" for s in ex.sides]
     if trees[0] is not None and trees[1] is not None:
         ex.differ = trees[0] != trees[1]
@@ -156,6 +159,21 @@ def _compare_sides(ex: Explanation, trees: List[Optional[str]], k: int) -> None:
         else:
             lines.append("the same tree at both batch sizes: the difference is not in this reduction's order")
     ex.text = "\n".join(lines)
+
+
+def _output_of(order: str) -> str:
+    return next((p for p in order.split(";") if p.startswith("out=")), "")
+
+
+def _same_output_spelling(side: Side, other: Side) -> None:
+    """Where only ``side``'s tree was told, the shape match that converts its
+    output as ``other``'s order does (so the divergence is about the tree)."""
+    if not side.matches or not other.order:
+        return
+    want = _output_of(other.order)
+    pick = next((o for o in side.matches if _output_of(o) == want), None)
+    if pick is not None:
+        side.order = pick
 
 
 def _explain_modelled(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord,
