@@ -911,3 +911,31 @@ fn an_infinite_product_takes_the_sign_of_its_factors() {
         assert_eq!(s.value(), Input::Inf { negative }, "{a} x {b}");
     }
 }
+
+/// The exact sum's value keeps its lowest bit, 2^LSB_EXP (a shard-2
+/// mutation reading bit 0 as zero lived, docs/TESTING.md): one unit at
+/// the bottom of the accumulator is 2^LSB_EXP, not zero, and a unit beside
+/// a large term still reaches the sticky bit.
+#[test]
+fn the_exact_sum_keeps_its_lowest_bit() {
+    use mxbi::accuracy::golden::LSB_EXP;
+    let mut s = ExactSum::new();
+    s.add(false, 1, LSB_EXP).unwrap();
+    assert_eq!(
+        s.value(),
+        Input::Finite {
+            negative: false,
+            sig: 1 << 62,
+            exp: LSB_EXP - 62
+        }
+    );
+    s.add(false, 3, LSB_EXP + 1).unwrap(); // 1 + 6 = 7 units: bits 0, 1, 2
+    assert_eq!(
+        s.value(),
+        Input::Finite {
+            negative: false,
+            sig: 7 << 60,
+            exp: LSB_EXP - 60
+        }
+    );
+}

@@ -261,3 +261,26 @@ def test_integer_launch_state_beside_a_batched_output_is_not_compared():
     assert r.invariant, str(r)
     r = mt.locate(lambda x: with_stat(x)[0] + 1, make, [1, 5], evidence=False)
     assert [(c.op, c.verdict) for c in r.root_causes] == [("mxbi_test::with_stat", "mixes-batch")]
+
+
+def test_an_order_that_changes_where_the_bytes_agree_is_latent():
+    @torch.library.custom_op("mxbi_test::split_mm", mutates_args=())
+    def split_mm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] <= 4:
+            return x @ w
+        return x[:, :16] @ w[:16] + x[:, 16:] @ w[16:]
+
+    w = torch.arange(32 * 8, dtype=torch.float32).reshape(32, 8) % 5
+
+    def make(m):  # small integers: every order gives the exact sum, the same bytes
+        return (torch.arange(m * 32, dtype=torch.float32).reshape(m, 32) % 3,)
+
+    r = mt.locate(lambda x: split_mm(x, w), make, [2, 6], ops={"mxbi_test::split_mm": "mm"})
+    assert r.invariant and r.root_causes == []
+    [e] = r.latent
+    assert (e.op, e.batch_sizes) == ("mxbi_test::split_mm", (2, 6))
+    orders = [s.order for s in e.detail.sides]
+    assert orders[1] == orders[0] + ";split=2", orders
+    # exact sums: no order is told apart by these rows
+    assert e.detail.power == 0.0
+    assert "latent: mxbi_test::split_mm" in str(r)

@@ -16,6 +16,7 @@ from . import kinds
 from .align import Plan
 from .compare import Comparison, program_outputs_same, unaligned_ops
 from .explain import Explanation, explain
+from .power import gemm_power
 from .record import OpRecord, Run, run_once
 from .report import Evidence, LocateReport, OpRow, RootCause
 
@@ -190,4 +191,9 @@ def _explain(plan: Plan, cmp: Comparison, j: int, declared: Dict[str, str], seed
     xa, xb = a.ops[j], b.ops[plan.partner(cmp.r, j)]  # type: ignore[index]
     slices = tuple((_slice_of(run, rec.sources[0]) if rec.sources else None,
                     rec.outputs[0].data if rec.outputs else None) for run, rec in ((a, xa), (b, xb)))
-    return explain(kinds.kind_of(xa.name, declared), (a, xa), (b, xb), seed, slices, cache)  # type: ignore[arg-type]
+    kind = kinds.kind_of(xa.name, declared)
+    ex = explain(kind, (a, xa), (b, xb), seed, slices, cache)  # type: ignore[arg-type]
+    if kind is not None:
+        slot = 1 if kind == "addmm" else 0
+        ex.power = gemm_power(kind, xa, _slice_of(a, xa.sources[slot]) if len(xa.sources) > slot else None)
+    return ex

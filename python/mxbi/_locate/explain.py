@@ -39,10 +39,11 @@ class Explanation:
     differ: Optional[bool] = None  # the two sides' trees differ (None: not known)
     text: str = ""
     fixes: List[str] = field(default_factory=list)
+    power: Optional[float] = None  # of the target's rows (GEMM-like ops; power.py)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "axis": self.axis, "sides": [s.to_dict() for s in self.sides],
-                "orders_differ": self.differ, "text": self.text, "fixes": self.fixes}
+                "orders_differ": self.differ, "text": self.text, "fixes": self.fixes, "power": self.power}
 
 
 def _reveal(fn: Any, m: int, k: int, n: int, t: str, seed: int, side: Side, note: str = "") -> Optional[str]:

@@ -62,6 +62,9 @@ class RootCause:
                 lines.append(f"reduction: {self.detail.axis}")
             if self.detail.text:
                 lines.append(self.detail.text)
+            if self.detail.power is not None:
+                lines.append(f"power of the target's rows: {self.detail.power:.2f} (pairs of the family's orders "
+                             "whose bytes differ on them)")
             lines += [f"fix: {f}" for f in self.detail.fixes]
         return "\n".join(lines)
 
@@ -170,8 +173,9 @@ class LocateReport:
             for e in self.evidence:
                 if not e.latent:
                     first = e.detail.sides[0].order if e.detail.sides else None
-                    lines.append(f"  {e.op} in {e.module or '(root)'}: {first or '(tree)'} at "
-                                 f"{e.batch_sizes[0]} and {e.batch_sizes[1]}")
+                    power = f", power {e.detail.power:.2f}" if e.detail.power is not None else ""
+                    lines.append(f"  {e.op} in {e.module or '(root)'}: {first or '(the same tree)'} at "
+                                 f"{e.batch_sizes[0]} and {e.batch_sizes[1]}{power}")
         for m, (a, b) in self.unaligned.items():
             if a or b:
                 lines.append(f"  ops at one batch size only (batch {self.batch_sizes[0]} vs {m}): "
