@@ -939,3 +939,23 @@ fn the_exact_sum_keeps_its_lowest_bit() {
         }
     );
 }
+
+/// A bit just below the 63-bit window, in the window's lowest limb, sets
+/// the sticky bit (shard-2 mutations of the partial limb's mask lived,
+/// docs/TESTING.md): 2^264 + 2^201 (in units of 2^LSB_EXP) keeps 2^264
+/// in its window and reports the lower bit as sticky.
+#[test]
+fn a_bit_below_the_window_in_its_own_limb_is_sticky() {
+    use mxbi::accuracy::golden::LSB_EXP;
+    let mut s = ExactSum::new();
+    s.add(false, 1, LSB_EXP + 264).unwrap();
+    s.add(false, 1, LSB_EXP + 201).unwrap();
+    assert_eq!(
+        s.value(),
+        Input::Finite {
+            negative: false,
+            sig: (1 << 62) | 1,
+            exp: LSB_EXP + 202
+        }
+    );
+}
