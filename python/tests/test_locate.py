@@ -284,3 +284,43 @@ def test_an_order_that_changes_where_the_bytes_agree_is_latent():
     # exact sums: no order is told apart by these rows
     assert e.detail.power == 0.0
     assert "latent: mxbi_test::split_mm" in str(r)
+
+
+def _serial(t):
+    s = torch.zeros(t.shape[:-1], dtype=t.dtype)
+    for i in range(t.shape[-1]):
+        s = s + t[..., i]
+    return s[..., None]
+
+
+@torch.library.custom_op("mxbi_test::split_softmax", mutates_args=())
+def split_softmax(x: torch.Tensor) -> torch.Tensor:
+    """softmax over the last axis, its sum serial, split in halves once the batch exceeds 4."""
+    e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+    h = x.shape[-1] // 2
+    s = _serial(e) if x.shape[0] <= 4 else _serial(e[..., :h]) + _serial(e[..., h:])
+    return e / s
+
+
+@torch.library.custom_op("mxbi_test::split_log_softmax", mutates_args=())
+def split_log_softmax(x: torch.Tensor) -> torch.Tensor:
+    shifted = x - x.max(dim=-1, keepdim=True).values
+    e = torch.exp(shifted)
+    h = x.shape[-1] // 2
+    s = _serial(e) if x.shape[0] <= 4 else _serial(e[..., :h]) + _serial(e[..., h:])
+    return shifted - torch.log(s)
+
+
+@pytest.mark.parametrize("op, kind", [(split_softmax, "softmax"), (split_log_softmax, "log_softmax")])
+def test_softmax_orders_are_identified_by_search_against_their_model(op, kind):
+    def make(m):
+        x = torch.randn(m, 3, 64, generator=torch.Generator().manual_seed(m)) * 4
+        x[0] = torch.randn(3, 64, generator=torch.Generator().manual_seed(0)) * 4
+        return (x,)
+
+    name = f"mxbi_test::split_{kind}"
+    r = mt.locate(lambda x: op(x) * 1, make, [2, 6], ops={name: kind}, evidence=False)
+    [rc] = r.root_causes
+    assert rc.op == name and rc.verdict == "root"
+    assert rc.orders == {2: "muladd", 6: "muladd;split=2"}, rc.explanation
+    assert "axis 2" in rc.detail.axis and "64 terms" in rc.detail.axis
