@@ -8,6 +8,8 @@ The calls a user starts with::
     report = mxbi.bi.check(fn, families=["batch"], k=1024, n=64)
     report.passed, report.cells, report.failures, str(report)
     found = mxbi.fuzz(fn, max_cases=200)        # search + shrink: found.failure.m, .case
+    import mxbi.torch                           # a whole PyTorch program (docs/LOCATE.md):
+    r = mxbi.torch.locate(model, make_inputs, batch_sizes=[1, 9, 33])  # r.root_causes[0].op, .module
 
 Results expose what they hold as attributes and properties (``report.passed``,
 ``report.cells``, ``report.failures``, ``revealed.order``); methods either

@@ -92,6 +92,13 @@ def test_the_unplanted_model_is_invariant_on_the_cpu_with_each_ops_evidence(clea
     assert "batch-invariant for sample 0" in str(r)
 
 
+def test_the_unplanted_model_in_bf16_is_invariant_on_the_cpu_too():
+    r = located(None, dtype=torch.bfloat16)
+    assert r.invariant, str(r)
+    assert r.latent == [] and r.evidence
+    assert all(e.detail.differ is False for e in r.evidence)
+
+
 def test_the_report_renders_as_text_json_and_markdown(matmul_report):
     r = matmul_report
     d = json.loads(r.to_json())
