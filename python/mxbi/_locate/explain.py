@@ -177,6 +177,37 @@ def _same_output_spelling(side: Side, other: Side) -> None:
         side.order = pick
 
 
+#: rows of the designed input that the model search reads (the same at both batch sizes)
+SEARCH_ROWS = 32
+
+
+def _designed(kind: str, rec: OpRecord, axis: int, rows: int) -> Tuple[Any, Any]:
+    """(input, output) of the op re-run on a designed input of its recorded
+    shape: the first ``rows`` rows along the reduced axis hold the same
+    seeded values at every batch size (softmax: normal with deviation 2;
+    RMS norm: normal times 2^[-4, 4], a wide spread of squares), the rest
+    other seeded values."""
+    import torch
+
+    info = rec.inputs[0]
+    shape = list(info.shape)
+    moved = shape[:axis] + shape[axis + 1:] + [shape[axis]]
+    gen = torch.Generator().manual_seed(0x10CA7E)
+    x = torch.randn(moved, generator=gen)
+    flat = x.reshape(-1, shape[axis])
+    head = torch.randn(rows, shape[axis], generator=torch.Generator().manual_seed(7))
+    if kind == "rms_norm":
+        head = head * torch.exp2(torch.randint(-4, 5, head.shape, generator=torch.Generator().manual_seed(8)).float())
+    else:
+        head = head * 2
+    flat[: head.shape[0]] = head
+    xt = kinds.place(x.movedim(-1, axis).contiguous().numpy(), info)
+    y = kinds.rerun(rec, {0: xt})
+    xs = xt.movedim(axis, -1).reshape(-1, shape[axis])[: head.shape[0]].cpu()
+    ys = y.movedim(axis, -1).reshape(-1, shape[axis])[: head.shape[0]].cpu()
+    return xs, ys
+
+
 def _explain_modelled(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord,
                       slices: Tuple[Tuple[Any, Any], Tuple[Any, Any]]) -> Explanation:
     axis = kinds.reduction_axis(kind, xa)
@@ -184,24 +215,41 @@ def _explain_modelled(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord,
     if kind not in models.MODELLED or axis is None:
         ex.text = f"a {kinds.describe_kind(kind)} over {ex.axis or 'several axes'}: no exact model, order not identified"
         return ex
+    found_sets: List[List[str]] = []
+    designed: List[Any] = []
+    rows = min([SEARCH_ROWS] + [kinds.prod(r.inputs[0].shape) // max(r.inputs[0].shape[axis], 1) for r in (xa, xb)])
     for (run, rec), (x, y) in zip(((ra, xa), (rb, xb)), slices):
         side = Side(run.m, f"K={rec.inputs[0].shape[axis]}")
         ex.sides.append(side)
+        source = "designed inputs"
+        try:
+            x, y = _designed(kind, rec, axis, rows)
+            search_axis = 1
+            designed.append(y)
+        except (kinds.NotReplayable, RuntimeError, TypeError, ValueError):
+            source, search_axis = "the target's slices", axis
         if x is None or y is None:
-            side.how = "not identified: the target's slices were not kept (raise keep_elements)"
+            side.how = "not identified: the op cannot be re-run and the target's slices were not kept"
+            found_sets.append([])
             continue
         extra = models.model_inputs(kind, rec)
         try:
-            found, model = models.search(kind, x, y, axis, rec.inputs[0].device, y.dtype, **extra)
+            found, model = models.search(kind, x, y, search_axis, rec.inputs[0].device, y.dtype, **extra)
         except (RuntimeError, MxbiError, ValueError, TypeError) as e:
             side.how = f"not identified: {e}"
+            found_sets.append([])
             continue
+        found_sets.append(found)
         if found:
             side.order = found[0]
-            side.how = f"identified by search against the model {model}" + (
+            side.how = f"identified on {source} by search against the model {model}" + (
                 f" ({len(found)} orders match)" if len(found) > 1 else "")
         else:
-            side.how = f"no order of the family reproduces the bytes under the model {model}"
+            side.how = f"no order of the family reproduces the bytes on {source} under the model {model}"
+    common = [o for o in found_sets[0] if o in found_sets[1]] if len(found_sets) == 2 else []
+    if common:  # both sides are consistent with one order: name it on both
+        for side in ex.sides:
+            side.order = common[0]
     trees = [None, None]
     k = xa.inputs[0].shape[axis]
     if all(s.order for s in ex.sides):
@@ -209,7 +257,32 @@ def _explain_modelled(kind: str, ra: Run, xa: OpRecord, rb: Run, xb: OpRecord,
 
         trees = [parse_order(s.order).tree(k).listing() for s in ex.sides]  # type: ignore[union-attr]
     _compare_sides(ex, trees, k)
+    if len(designed) == 2:
+        from .compare import max_ulp
+
+        same = designed[0].shape == designed[1].shape and torch_equal_bytes(designed[0], designed[1])
+        if not same:
+            # the same rows, another batch size, other bytes: the order moved
+            ex.differ = True
+            u = max_ulp(designed[0].contiguous(), designed[1].contiguous())
+            ex.text += (f"\non the designed inputs the same {designed[0].shape[0]} rows give other bytes at the two "
+                        f"batch sizes (at most {u} ULP): the reduction order depends on the batch size")
+        else:
+            ex.text += "\non the designed inputs the same rows give the same bytes at both batch sizes"
     return ex
+
+
+def torch_equal_bytes(x: Any, y: Any) -> bool:
+    """Whether two CPU tensors of one shape and dtype hold the same bytes."""
+    if x.dtype != y.dtype:
+        return False
+    return bool((x.contiguous().view(-1).view(_int_of(x)) == y.contiguous().view(-1).view(_int_of(y))).all())
+
+
+def _int_of(t: Any) -> Any:
+    import torch
+
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
 
 
 __all__ = ["Explanation", "Side", "explain"]

@@ -112,7 +112,7 @@ def rerun(rec: OpRecord, tensors: Dict[int, torch.Tensor], fill_zero: Tuple[int,
     return out
 
 
-def _prod(xs: Any) -> int:
+def prod(xs: Any) -> int:
     p = 1
     for x in xs:
         p *= int(x)
@@ -143,9 +143,9 @@ def gemm_subject(kind: str, rec: OpRecord) -> Tuple[Subject, int, int, int, str]
         batch, m, k = xa.shape
         n = xb.shape[2]
     elif kind == "linear":
-        m, k, n = _prod(xa.shape[:-1]), xa.shape[-1], xb.shape[0]
+        m, k, n = prod(xa.shape[:-1]), xa.shape[-1], xb.shape[0]
     else:
-        m, k, n = _prod(xa.shape[:-1]), xa.shape[-1], xb.shape[-1]
+        m, k, n = prod(xa.shape[:-1]), xa.shape[-1], xb.shape[-1]
     t = INPUT_TYPES.get(xa.dtype)
     if t is None:
         raise NotReplayable(f"{rec.name}: {xa.dtype} operands have no probe type")
@@ -210,7 +210,7 @@ def reduction_subject(kind: str, rec: OpRecord) -> Tuple[Subject, int, int, int,
     if d is None:
         raise NotReplayable(f"{rec.name} reduces over several axes")
     k = x.shape[d]
-    outer = _prod(x.shape) // max(k, 1)
+    outer = prod(x.shape) // max(k, 1)
     t = INPUT_TYPES.get(x.dtype)
     if t is None:
         raise NotReplayable(f"{rec.name}: {x.dtype} inputs have no probe type")

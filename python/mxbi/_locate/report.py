@@ -169,13 +169,19 @@ class LocateReport:
                          f"another order at batch {e.batch_sizes[1]}")
             lines += ["  " + x for x in e.detail.text.splitlines()]
         if self.invariant and self.evidence:
-            lines.append("evidence (orders revealed at both batch sizes):")
+            lines.append("evidence (orders revealed or identified at both batch sizes):")
             for e in self.evidence:
-                if not e.latent:
-                    first = e.detail.sides[0].order if e.detail.sides else None
-                    power = f", power {e.detail.power:.2f}" if e.detail.power is not None else ""
-                    lines.append(f"  {e.op} in {e.module or '(root)'}: {first or '(the same tree)'} at "
-                                 f"{e.batch_sizes[0]} and {e.batch_sizes[1]}{power}")
+                if e.latent:
+                    continue
+                power = f", power {e.detail.power:.2f}" if e.detail.power is not None else ""
+                where = f"{e.op} in {e.module or '(root)'}"
+                if e.detail.differ is None:
+                    how = e.detail.sides[0].how if e.detail.sides else ""
+                    lines.append(f"  {where}: order not told at {e.batch_sizes[0]} and {e.batch_sizes[1]} ({how})")
+                    continue
+                first = e.detail.sides[0].order if e.detail.sides else None
+                lines.append(f"  {where}: {first or '(the same tree, no order of the grammar)'} at "
+                             f"{e.batch_sizes[0]} and {e.batch_sizes[1]}{power}")
         for m, (a, b) in self.unaligned.items():
             if a or b:
                 lines.append(f"  ops at one batch size only (batch {self.batch_sizes[0]} vs {m}): "
