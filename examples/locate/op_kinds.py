@@ -39,8 +39,9 @@ def programs(device: str):
     if device.startswith("cuda"):
         w8 = (torch.randn(512, H, generator=gen) / 8).to(device).to(torch.float8_e4m3fn)
         one = torch.ones((), device=device)
-        progs["scaled_mm"] = (lambda x: torch._scaled_mm(x.to(torch.float8_e4m3fn), w8.t(), scale_a=one,
-                                                         scale_b=one, out_dtype=torch.bfloat16), torch.float32)
+        progs["scaled_mm"] = (lambda x: torch._scaled_mm(x.reshape(-1, H).to(torch.float8_e4m3fn), w8.t(),
+                                                         scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                              torch.float32)
     return progs
 
 
@@ -58,9 +59,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None)
+    p.add_argument("--only", default=None, help="run only this program (sum, softmax, ..., scaled_mm)")
     a = p.parse_args()
     text, found = [], {}
     for name, (fn, dtype) in programs(a.device).items():
+        if a.only and name != a.only:
+            continue
         fn.__qualname__ = name
         try:
             r = mt.locate(fn, make(a.device, dtype, name == "attention"), SIZES)
@@ -75,9 +79,10 @@ def main() -> int:
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         dev = a.device.split(":")[0]
-        with open(os.path.join(a.out, f"op-kinds-{dev}.txt"), "w") as f:
+        stem = f"op-kinds-{dev}" + (f"-{a.only}" if a.only else "")
+        with open(os.path.join(a.out, f"{stem}.txt"), "w") as f:
             f.write(out + "\n")
-        with open(os.path.join(a.out, f"op-kinds-{dev}.json"), "w") as f:
+        with open(os.path.join(a.out, f"{stem}.json"), "w") as f:
             json.dump(found, f, indent=1)
     return 0
 

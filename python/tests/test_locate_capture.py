@@ -15,7 +15,7 @@ from conftest import ROOT
 
 CAPTURE = ROOT / "reference" / "captures" / "locate-h200"
 #: SHA-256 of manifest.json (which holds every other file's)
-MANIFEST_SHA256 = "3fd6c7fddb6b2be752a13440d85291e500d29c77c02b1a2d69b2005be64dc740"
+MANIFEST_SHA256 = "b85d3340ea1bc1f967442f3c70bd5886bfa6ae97e78b37905e5856aa6313a7eb"
 
 
 def load(name):
@@ -26,7 +26,7 @@ def test_the_files_are_the_recorded_ones():
     raw = (CAPTURE / "manifest.json").read_bytes()
     assert hashlib.sha256(raw).hexdigest() == MANIFEST_SHA256
     manifest = json.loads(raw)
-    assert len(manifest) == 21
+    assert len(manifest) == 27
     for name, digest in manifest.items():
         assert hashlib.sha256((CAPTURE / name).read_bytes()).hexdigest() == digest, name
 
@@ -81,3 +81,23 @@ def test_torch_compile_is_not_batch_invariant_where_eager_bf16_is():
     assert c["compiled_invariant"] is False
     assert per["1"]["compiled"] == per["8"]["compiled"] != per["33"]["compiled"] == per["257"]["compiled"]
     assert len({v["eager"] for v in per.values()}) == 1  # eager: one output at every batch size
+
+
+def test_each_explained_kind_has_its_order_on_the_gpu():
+    d = load("op-kinds-cuda.json")
+    d.update(load("op-kinds-cuda-scaled_mm.json"))
+
+    def orders(name):
+        return {(e["op"], e["detail"]["sides"][0]["order"], e["detail"]["sides"][1]["order"]) for e in d[name]["evidence"]}
+
+    for name in d:
+        assert d[name]["invariant"], name
+        assert all(not e["latent"] for e in d[name]["evidence"]), name
+    assert orders("softmax") == {("aten::_softmax", "muladd;lanes=32", "muladd;lanes=32")}
+    assert orders("log_softmax") == {("aten::_log_softmax", "muladd;lanes=32", "muladd;lanes=32")}
+    rms = "muladd;ktile=16;split=32/interleave;reduce=pairwise"
+    assert orders("rms_norm") == {("aten::_fused_rms_norm", rms, rms)}
+    assert orders("attention") == {("aten::_scaled_dot_product_cudnn_attention", "mma(k=16,f=25)", "mma(k=16,f=25)")}
+    fp8 = "mma(k=32,f=13,out=13);split=8;out=bf16"
+    assert orders("scaled_mm") == {("aten::_scaled_mm", fp8, fp8)}
+    assert d["layer_norm"]["evidence"] == []
