@@ -26,7 +26,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from ..torch import LOCATE_KINDS
-from .record import OpRecord, TensorInfo, _Slot
+from .record import OpRecord, TensorInfo, Slot
 
 ATEN_KINDS: Dict[str, str] = {
     "aten::mm": "mm",
@@ -103,7 +103,7 @@ def rerun(rec: OpRecord, tensors: Dict[int, torch.Tensor], fill_zero: Tuple[int,
             slots[i] = rec.shared[i]
         else:
             raise NotReplayable(f"input {i} of {rec.name} ({info.describe()}) is per-sample and was not kept")
-    args, kwargs = tree_map(lambda x: slots[x.i] if isinstance(x, _Slot) else x, rec.args)
+    args, kwargs = tree_map(lambda x: slots[x.i] if isinstance(x, Slot) else x, rec.args)
     out = rec.func(*args, **kwargs)
     if out is not None and not isinstance(out, torch.Tensor):
         out = out[0]

@@ -89,7 +89,7 @@ class Run:
     outputs: List[Source]  # where the program's outputs came from
 
 
-class _Slot:
+class Slot:
     """A tensor argument's place among an op's tensor inputs (for re-runs)."""
 
     __slots__ = ("i",)
@@ -182,7 +182,7 @@ class Recorder(TorchDispatchMode):
         if self.explainable(name):
             counter = iter(range(len(tensors_in)))
             rec.func = func
-            rec.args = tree_map(lambda x: _Slot(next(counter)) if isinstance(x, torch.Tensor) else x, (args, kwargs))
+            rec.args = tree_map(lambda x: Slot(next(counter)) if isinstance(x, torch.Tensor) else x, (args, kwargs))
             # non-batch inputs (weights, masks) are kept by reference for re-runs
             for i, t in enumerate(tensors_in):
                 if rec.inputs[i].rule[0] == "shared":
