@@ -170,8 +170,7 @@ class BiChecker:
             n = len(self.reports)
             base = _file_name(self._request.node.nodeid)
             path = os.path.join(self.report_dir, f"{base}-locate.json" if n == 1 else f"{base}-locate-{n}.json")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(report.to_json())
+            report.write_json(path)
             self._record("mxbi_report", path)
         self._record("mxbi_locate", report.summary_line())
         if not report.invariant:

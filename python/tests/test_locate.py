@@ -102,8 +102,10 @@ def test_the_unplanted_model_in_bf16_is_invariant_on_the_cpu_too():
     assert all(e.detail.differ is not True for e in r.evidence)
 
 
-def test_the_report_renders_as_text_json_and_markdown(matmul_report):
+def test_the_report_renders_as_text_json_and_markdown(matmul_report, tmp_path):
     r = matmul_report
+    r.write_json(tmp_path / "r.json")
+    assert (tmp_path / "r.json").read_text() == r.to_json()
     d = json.loads(r.to_json())
     assert d["schema"] == "mxbi-locate/1"
     assert d["invariant"] is False and d["batch_sizes"] == SIZES
@@ -116,6 +118,7 @@ def test_the_report_renders_as_text_json_and_markdown(matmul_report):
     assert "| vs 9 | vs 33 | max ULP |" in md
     text = str(r)
     assert text.startswith("Decoder: NOT batch-invariant")
+    assert repr(r).startswith("<LocateReport 'Decoder: NOT batch-invariant")
     assert "root cause 1: mxbi_demo::splitk_linear in layers.1.mlp" in text
     assert "fix:" in text
 

@@ -204,6 +204,14 @@ class LocateReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
+    def write_json(self, path: Any) -> None:
+        """Writes :meth:`to_json` to ``path`` (a str or PathLike)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    def __repr__(self) -> str:
+        return f"<LocateReport {self.summary_line()!r}>"
+
     def markdown(self) -> str:
         ms = self.batch_sizes[1:]
         out = [f"### {self.summary_line()}", ""]
