@@ -100,6 +100,23 @@ fn cast_equals_library_for_every_preset() {
             );
         }
     }
+    // each ml_dtypes release by its spelling: they part on the f32
+    // subnormals in (2^-127, 1.5 * 2^-127)
+    let sub: Vec<f32> = [0x0040_0001u32, 0x005F_FFFF, 0x0060_0000, 0x3F80_0000]
+        .iter()
+        .map(|&b| f32::from_bits(b))
+        .collect();
+    let inp = tmp("cast_sub.npy");
+    write_f32(&inp, &[4], &sub);
+    for (preset, want) in [
+        ("ml_dtypes", [0x00, 0x00, 0x01, 0x7F]),
+        ("ml_dtypes@0.7", [0x00, 0x00, 0x01, 0x7F]),
+        ("ml_dtypes@0.6", [0x01, 0x01, 0x01, 0x7F]),
+    ] {
+        let out = tmp("cast_sub_e8m0.npy");
+        ok(&run(&["cast", "--to", "e8m0", "--preset", preset, s(&inp), s(&out)]));
+        assert_eq!(io::load_tensor(&out, None).unwrap().as_u8().unwrap(), &want, "{preset}");
+    }
     // 16-bit formats write uint16
     let out = tmp("cast_bf16.npy");
     ok(&run(&["cast", "--to", "bf16", s(&inp), s(&out)]));
@@ -1138,7 +1155,9 @@ fn help_and_version_exit_0() {
     let o = run(&["cast", "--to", "e4m3", "--preset", "cublas", "x.npy", "y.npy"]);
     fails_cleanly(
         &o,
-        "mxbi: error: invalid value 'cublas' for '--preset <PRESET>': unknown cast preset 'cublas'; expected ml_dtypes, nvidia, torch or gfloat\n",
+        "mxbi: error: invalid value 'cublas' for '--preset <PRESET>': unknown cast preset 'cublas'; expected \
+         ml_dtypes or ml_dtypes@0.7 (ml_dtypes 0.7.0), ml_dtypes@0.6 (ml_dtypes 0.6.0), nvidia or nvidia@13.0 (CUDA 13.0), \
+         torch or torch@2.15 (torch 2.15.0), gfloat or gfloat@0.5 (gfloat 0.5.2)\n",
     );
 }
 

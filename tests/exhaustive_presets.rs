@@ -1,5 +1,6 @@
-//! The cast presets (`ml_dtypes`, `nvidia`, `torch`, `gfloat`) walked over
-//! every f32 input against an independent formulation of their rules.
+//! The cast presets (`ml_dtypes`, `ml_dtypes@0.6`, `nvidia`, `torch`,
+//! `gfloat`) walked over every f32 input against an independent formulation
+//! of their rules.
 //!
 //! # The independent formulation
 //!
@@ -15,20 +16,22 @@
 //! something was cut), and scaled back (exact at every step); overflow is
 //! "the rounded value exceeds max". mxbi instead rounds an integer
 //! significand on its bits (and its array path uses tables built from that). E8M0 is written twice over:
-//! `ml_dtypes` as a value rule (nearest, ties up, the f32-subnormal case
-//! (2^-127, 2^-126) -> 2^-126), `torch` as c10's bit rule (exponent field
-//! plus guard && (round || sticky || field != 0)), `gfloat` ties to the even
-//! byte and `nvidia` rounding |x| up or toward zero, as values. f64 inputs of
-//! the presets that narrow to f32 first (ml_dtypes except f16, torch) are
-//! narrowed by a rounding written here too (not `as f32`).
+//! `ml_dtypes` as a value rule (nearest, ties up), `ml_dtypes@0.6` the same
+//! with its f32-subnormal case (2^-127, 2^-126) -> 2^-126, `torch` as c10's
+//! bit rule (exponent field plus guard && (round || sticky || field != 0)),
+//! `gfloat` ties to the even byte and `nvidia` rounding |x| up or toward
+//! zero, as values. f64 inputs of the presets that narrow to f32 first
+//! (ml_dtypes@0.6 except f16, torch) are narrowed by a rounding written here
+//! too (not `as f32`).
 //!
 //! # What is walked
 //!
 //! * f32: every one of the 2^32 bit patterns, for every preset and every
-//!   format the preset's implementation has (ml_dtypes: all but int8; torch:
-//!   e4m3, e5m2, e8m0, bf16, f16; nvidia and gfloat: all nine), plus the
-//!   `nvidia` preset with the rounding and overflow of each GPU conversion of
-//!   the device sweep (`e4m3.nosat`, `e8m0.rz.satfinite`, `bf16.rd`, ...).
+//!   format the preset's implementation has (both ml_dtypes releases: all
+//!   but int8; torch: e4m3, e5m2, e8m0, bf16, f16; nvidia and gfloat: all
+//!   nine), plus the `nvidia` preset with the rounding and overflow of
+//!   each GPU conversion of the device sweep (`e4m3.nosat`,
+//!   `e8m0.rz.satfinite`, `bf16.rd`, ...).
 //!   mxbi's scalar path (`encode_f32`) and array path (`cast_f32_slice`:
 //!   lookup table / FP8 fast path) are both compared.
 //! * f64 (2^64 is out of reach; the walk is structured): for every f32 bit
@@ -323,6 +326,7 @@ fn narrow_f32(x: f64) -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Preset {
     MlDtypes,
+    MlDtypes06,
     Nvidia,
     Torch,
     Gfloat,
@@ -332,6 +336,7 @@ impl Preset {
     fn name(self) -> &'static str {
         match self {
             Preset::MlDtypes => "ml_dtypes",
+            Preset::MlDtypes06 => "ml_dtypes@0.6",
             Preset::Nvidia => "nvidia",
             Preset::Torch => "torch",
             Preset::Gfloat => "gfloat",
@@ -342,9 +347,18 @@ impl Preset {
         self.name().parse().unwrap()
     }
 
+    /// The implementation, whichever release: the two ml_dtypes releases
+    /// share every rule but E8M0's and the f64 path's.
+    fn family(self) -> Preset {
+        match self {
+            Preset::MlDtypes06 => Preset::MlDtypes,
+            p => p,
+        }
+    }
+
     /// The formats the implementation itself has.
     fn formats(self) -> &'static [Fmt] {
-        match self {
+        match self.family() {
             Preset::MlDtypes => &[
                 Fmt::E4m3,
                 Fmt::E5m2,
@@ -357,11 +371,18 @@ impl Preset {
             ],
             Preset::Torch => &[Fmt::E4m3, Fmt::E5m2, Fmt::E8m0, Fmt::Bf16, Fmt::F16],
             Preset::Nvidia | Preset::Gfloat => &ALL_FMTS,
+            Preset::MlDtypes06 => unreachable!("a family"),
         }
     }
 }
 
-const PRESETS: [Preset; 4] = [Preset::MlDtypes, Preset::Nvidia, Preset::Torch, Preset::Gfloat];
+const PRESETS: [Preset; 5] = [
+    Preset::MlDtypes,
+    Preset::MlDtypes06,
+    Preset::Nvidia,
+    Preset::Torch,
+    Preset::Gfloat,
+];
 
 /// One walk: a preset on a format, with the rounding and overflow of the
 /// preset (README table) or of one GPU conversion (`conversion`).
@@ -380,7 +401,7 @@ impl Walk {
         let small = matches!(fmt, Fmt::E3m2 | Fmt::E2m3 | Fmt::E2m1);
         let (mode, saturate) = match preset {
             // non-saturating RNE; FP6/FP4 overflow -> max
-            Preset::MlDtypes => (Mode::NearestEven, small),
+            Preset::MlDtypes | Preset::MlDtypes06 => (Mode::NearestEven, small),
             // cvt.rn.satfinite (bf16/f16: cvt.rn, no satfinite); E8M0 cvt.rp.satfinite
             Preset::Nvidia => (if fmt == Fmt::E8m0 { Mode::Up } else { Mode::NearestEven }, !fmt.wide()),
             // E4M3 saturates, the others do not
@@ -405,14 +426,15 @@ impl Walk {
         )
     }
 
-    /// Whether f64 inputs are first narrowed to f32: ml_dtypes' own types
-    /// and c10's types are constructed from float; numpy's float16 rounds
-    /// an f64 once (`npy_doublebits_to_halfbits`).
+    /// Whether f64 inputs are first narrowed to f32: ml_dtypes 0.6's own
+    /// types and c10's types are constructed from float; numpy's float16
+    /// rounds an f64 once (`npy_doublebits_to_halfbits`), and so does the
+    /// current ml_dtypes for every type.
     fn via_f32(&self) -> bool {
         match self.preset {
-            Preset::MlDtypes => self.fmt != Fmt::F16,
+            Preset::MlDtypes06 => self.fmt != Fmt::F16,
             Preset::Torch => true,
-            Preset::Nvidia | Preset::Gfloat => false,
+            Preset::MlDtypes | Preset::Nvidia | Preset::Gfloat => false,
         }
     }
 
@@ -484,6 +506,8 @@ enum Plant {
     None,
     /// ml_dtypes E8M0 with gfloat's ties-to-even instead of ties up.
     E8m0TiesToEven,
+    /// ml_dtypes E8M0 with the other release's rule for f32 subnormals.
+    E8m0OtherRelease,
     /// nvidia E8M0: negative inputs -> NaN instead of converting |x|.
     E8m0NegativeNan,
     /// nvidia non-saturating E4M3: the overflow NaN drops the input's sign.
@@ -492,8 +516,9 @@ enum Plant {
     NanZeroKeepsSign,
     /// ml_dtypes f16: NaN -> the canonical quiet NaN, payload dropped.
     F16NanCanonical,
-    /// f64 inputs rounded once instead of through f32.
-    F64Direct,
+    /// f64 inputs rounded the other way: once instead of through f32, or
+    /// through f32 instead of once.
+    F64OtherRounding,
 }
 
 /// The expected code of an f32 input, or None where mxbi must refuse it.
@@ -506,7 +531,7 @@ fn expect_f32(w: &Walk, b: u32, plant: Plant) -> Option<u16> {
 
 /// The expected code of an f64 input.
 fn expect_f64(w: &Walk, x: f64, plant: Plant) -> Option<u16> {
-    if w.via_f32() && plant != Plant::F64Direct {
+    if w.via_f32() != (plant == Plant::F64OtherRounding) {
         return expect_f32(w, narrow_f32(x), plant);
     }
     expect(w, X::from_f64(x), plant)
@@ -544,7 +569,7 @@ fn float(w: &Walk, x: X, plant: Plant) -> Option<u16> {
         if f.inf {
             return Some(s(neg) | exp_ones);
         }
-        match (w.fmt, w.preset) {
+        match (w.fmt, w.preset.family()) {
             // E4M3 has NaN but no Inf: the NaN with the input's sign
             (Fmt::E4m3, Preset::MlDtypes) => Some(s(neg) | 0x7F),
             (Fmt::E4m3, Preset::Nvidia) if plant == Plant::UnsignedOverflowNan => Some(0x7F),
@@ -552,6 +577,7 @@ fn float(w: &Walk, x: X, plant: Plant) -> Option<u16> {
             // gfloat: every NaN it writes is all ones
             (Fmt::E4m3, Preset::Gfloat) => Some(0xFF),
             (Fmt::E4m3, Preset::Torch) => unreachable!("torch E4M3 saturates"),
+            (Fmt::E4m3, Preset::MlDtypes06) => unreachable!("a family"),
             // FP6/FP4: no Inf, no NaN: refused
             _ => None,
         }
@@ -565,7 +591,7 @@ fn float(w: &Walk, x: X, plant: Plant) -> Option<u16> {
         },
         X::Nan { neg, payload } => {
             use Fmt::*;
-            match (w.preset, w.fmt) {
+            match (w.preset.family(), w.fmt) {
                 (Preset::MlDtypes, E4m3) => Some(s(neg) | 0x7F),
                 (Preset::MlDtypes, E5m2) => Some(s(neg) | 0x7E),
                 (Preset::MlDtypes, Bf16) => Some(s(neg) | 0x7FC0),
@@ -586,6 +612,7 @@ fn float(w: &Walk, x: X, plant: Plant) -> Option<u16> {
                 (Preset::Gfloat, E4m3 | E5m2) => Some(0xFF),
                 (Preset::Gfloat, Bf16 | F16) => Some(0xFFFF),
                 (Preset::Gfloat, _) => None,
+                (Preset::MlDtypes06, _) => unreachable!("a family"),
             }
         }
     }
@@ -634,8 +661,10 @@ fn torch_e8m0(b: u32) -> u8 {
 /// How a positive finite value becomes a power of two.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pow2Rule {
-    /// ml_dtypes: nearest with ties up for a >= 2^-126; below (no implicit
-    /// bit in f32) a <= 2^-127 -> 2^-127, a > 2^-127 -> 2^-126.
+    /// ml_dtypes: nearest with ties up, for every a.
+    TiesUp,
+    /// ml_dtypes 0.6: nearest with ties up for a >= 2^-126; below (no
+    /// implicit bit in f32) a <= 2^-127 -> 2^-127, a > 2^-127 -> 2^-126.
     TiesUpImplicitBit,
     /// gfloat: nearest, a tie goes to the even byte.
     TiesEvenByte,
@@ -655,7 +684,7 @@ fn pow2_byte(a: f64, rule: Pow2Rule) -> i32 {
                 -126
             }
         }
-        Pow2Rule::TiesUpImplicitBit => e + (frac >= 1.5) as i32,
+        Pow2Rule::TiesUp | Pow2Rule::TiesUpImplicitBit => e + (frac >= 1.5) as i32,
         Pow2Rule::TiesEvenByte => {
             let tie_up = (e + 127).rem_euclid(2) == 1; // e's byte is odd: the even one is above
             e + (frac > 1.5 || (frac == 1.5 && tie_up)) as i32
@@ -668,11 +697,14 @@ fn pow2_byte(a: f64, rule: Pow2Rule) -> i32 {
 
 fn e8m0(w: &Walk, x: X, plant: Plant) -> u8 {
     match w.preset {
-        Preset::MlDtypes | Preset::Gfloat => {
+        Preset::MlDtypes | Preset::MlDtypes06 | Preset::Gfloat => {
+            let implicit_bit = (w.preset == Preset::MlDtypes06) != (plant == Plant::E8m0OtherRelease);
             let rule = if w.preset == Preset::Gfloat || plant == Plant::E8m0TiesToEven {
                 Pow2Rule::TiesEvenByte
-            } else {
+            } else if implicit_bit {
                 Pow2Rule::TiesUpImplicitBit
+            } else {
+                Pow2Rule::TiesUp
             };
             // zero, negatives, Inf, NaN and overflow are all NaN
             match x {
@@ -1128,16 +1160,33 @@ fn is_nan(b: u32) -> bool {
 
 #[test]
 fn planted_e8m0_ties_to_even_is_caught() {
-    let (bad, _) = planted_f32(Walk::preset(Preset::MlDtypes, Fmt::E8m0), Plant::E8m0TiesToEven);
     // differ: ties 1.5 * 2^e whose lower byte is even (ties up vs down), and
-    // (2^-127, 1.5 * 2^-127] (ml_dtypes 0x01, ties-to-even 0x00)
-    let want = predicted(Fmt::E8m0, |b| {
+    // at the lowest byte, 0x00: ml_dtypes@0.6 gives 0x01 on all of
+    // (2^-127, 1.5 * 2^-127], ml_dtypes on the tie 1.5 * 2^-127 alone
+    let normal_tie = |b: u32| {
         let field = b >> 23; // sign bit set: no match
-        let tie = b & 0x7F_FFFF == 0x40_0000 && (1..=254).contains(&field) && field % 2 == 0;
-        tie || (0x40_0001..=0x60_0000).contains(&b)
-    });
-    assert!(want.len() > 100);
-    assert_eq!(bad, want);
+        b & 0x7F_FFFF == 0x40_0000 && (1..=254).contains(&field) && field % 2 == 0
+    };
+    for (preset, lowest) in [
+        (Preset::MlDtypes, 0x60_0000..=0x60_0000),
+        (Preset::MlDtypes06, 0x40_0001..=0x60_0000),
+    ] {
+        let (bad, _) = planted_f32(Walk::preset(preset, Fmt::E8m0), Plant::E8m0TiesToEven);
+        let want = predicted(Fmt::E8m0, |b| normal_tie(b) || lowest.contains(&b));
+        assert!(want.len() > 100);
+        assert_eq!(bad, want, "{}", preset.name());
+    }
+}
+
+#[test]
+fn planted_e8m0_other_release_is_caught() {
+    // the releases differ on (2^-127, 1.5 * 2^-127) alone: 0x00 now, 0x01 in 0.6
+    for preset in [Preset::MlDtypes, Preset::MlDtypes06] {
+        let (bad, _) = planted_f32(Walk::preset(preset, Fmt::E8m0), Plant::E8m0OtherRelease);
+        let want = predicted(Fmt::E8m0, |b| (0x40_0001..0x60_0000).contains(&b));
+        assert!(want.len() > 8000);
+        assert_eq!(bad, want, "{}", preset.name());
+    }
 }
 
 #[test]
@@ -1185,17 +1234,20 @@ fn planted_f16_nan_payload_is_caught() {
 }
 
 #[test]
-fn planted_f64_single_rounding_is_caught() {
-    // ml_dtypes E4M3 and E8M0 narrow f64 to f32 first; rounding once
-    // instead differs only where the f64 is not an f32 (next to a format
+fn planted_f64_other_rounding_is_caught() {
+    // ml_dtypes@0.6 narrows f64 to f32 first, ml_dtypes rounds once; the
+    // other way differs only where the f64 is not an f32 (next to a format
     // boundary that is an f32 tie or value, or outside the f32 range)
     for w in [
+        Walk::preset(Preset::MlDtypes06, Fmt::E4m3),
+        Walk::preset(Preset::MlDtypes06, Fmt::E8m0),
         Walk::preset(Preset::MlDtypes, Fmt::E4m3),
         Walk::preset(Preset::MlDtypes, Fmt::E8m0),
+        Walk::preset(Preset::MlDtypes, Fmt::Bf16),
     ] {
-        let t = walk_sample_f64(&w, Plant::F64Direct, true);
+        let t = walk_sample_f64(&w, Plant::F64OtherRounding, true);
         println!(
-            "{}: F64Direct planted: {} of {} f64 inputs differ",
+            "{}: F64OtherRounding planted: {} of {} f64 inputs differ",
             w.name(),
             t.mismatches,
             t.inputs
@@ -1318,6 +1370,12 @@ fn full_f32_walk_ml_dtypes() {
 }
 
 #[test]
+#[ignore = "every f32 input (2^32 per walk), ml_dtypes 0.6's formats"]
+fn full_f32_walk_ml_dtypes_0_6() {
+    full_f32(Preset::MlDtypes06);
+}
+
+#[test]
 #[ignore = "every f32 input (2^32 per walk), nvidia's formats and GPU conversions"]
 fn full_f32_walk_nvidia() {
     full_f32(Preset::Nvidia);
@@ -1339,6 +1397,12 @@ fn full_f32_walk_gfloat() {
 #[ignore = "structured f64 walk (about 2.6e10 inputs per format)"]
 fn full_f64_walk_ml_dtypes() {
     full_f64(Preset::MlDtypes);
+}
+
+#[test]
+#[ignore = "structured f64 walk (about 2.6e10 inputs per format)"]
+fn full_f64_walk_ml_dtypes_0_6() {
+    full_f64(Preset::MlDtypes06);
 }
 
 #[test]

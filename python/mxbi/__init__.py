@@ -103,8 +103,10 @@ def cast(
 
     ``x``: float32 or float64 values (narrower floats are widened exactly).
     ``to``: e4m3, e5m2, e3m2, e2m3, e2m1, int8, e8m0, bf16, f16.
-    ``preset``: ml_dtypes, nvidia, torch, gfloat; ``round``, ``overflow`` and
-    ``nan`` override it; ``seed``/``sr_bits`` with ``round="stochastic"``.
+    ``preset``: ml_dtypes (its current release, also ``ml_dtypes@0.7``),
+    ml_dtypes@0.6, nvidia, torch, gfloat (each also as ``NAME@VERSION``);
+    ``round``, ``overflow`` and ``nan`` override it; ``seed``/``sr_bits``
+    with ``round="stochastic"``.
     Returns codes of ``x``'s shape: uint8, or uint16 for bf16/f16.
     """
     return _mxbi.cast(

@@ -52,6 +52,13 @@ def test_cast_wide_formats_and_policies():
     assert bf[:2].tolist() == [0x3F80, 0xC020]
     assert mxbi.cast(np.float32([1000.0]), "e4m3", preset="nvidia").tolist() == [0x7E]  # satfinite
     assert mxbi.cast(np.float32([1000.0]), "e4m3", preset="ml_dtypes").tolist() == [0x7F]  # NaN
+    # each ml_dtypes release by its spelling, through the CLI's parser
+    sub = np.array([0x00400001, 0x00600000], np.uint32).view(np.float32)
+    assert mxbi.cast(sub, "e8m0", preset="ml_dtypes").tolist() == [0x00, 0x01]
+    assert mxbi.cast(sub, "e8m0", preset="ml_dtypes@0.7").tolist() == [0x00, 0x01]
+    assert mxbi.cast(sub, "e8m0", preset="ml_dtypes@0.6").tolist() == [0x01, 0x01]
+    with pytest.raises(mxbi.MxbiError, match=r"expected ml_dtypes or ml_dtypes@0\.7 \(ml_dtypes 0\.7\.0\)"):
+        mxbi.cast(sub, "e8m0", preset="ml_dtypes@0.5")
     with pytest.raises(mxbi.MxbiError, match="NaN cannot be represented in e2m1"):
         mxbi.cast(np.float32([np.nan]), "e2m1")
     # f64 input is cast from f64 (no double rounding through f32)

@@ -52,6 +52,27 @@ def ml_dtype(fmt):
     }.get(fmt)
 
 
+# oracle name -> the distribution whose release produced its outputs
+ORACLE_DIST = {"ml_dtypes": "ml_dtypes", "torch": "torch", "gfloat": "gfloat"}
+
+
+def release_header(oracles, argv):
+    """The comment lines that open a vector file: each oracle's installed
+    release (`# oracle: NAME VERSION`, the version as the distribution's
+    metadata gives it), numpy's and Python's, and the command that wrote the
+    file (run in reference/oracles). The Rust tests read the oracle lines and
+    check them against the release each preset names."""
+    import os
+    import platform
+    import sys
+    from importlib.metadata import version
+
+    lines = [f"# oracle: {o} {version(ORACLE_DIST[o])}\n" for o in oracles]
+    lines.append(f"# with: numpy {np.__version__}, Python {platform.python_version()}\n")
+    lines.append(f"# command: python {' '.join([os.path.basename(argv[0])] + argv[1:])}\n")
+    return lines
+
+
 def code_hex(fmt, code):
     return f"{code:04x}" if NBITS[fmt] == 16 else f"{code:02x}"
 
@@ -227,13 +248,15 @@ def f32_input_set(fmt):
 
 def f64_input_set(fmt):
     """u64 bit patterns: every representable value and every midpoint
-    (including beyond max) with +-1 f64 ulp, both signs, plus specials."""
+    (including beyond max) with +-1 f64 ulp, both signs, plus specials.
+    For bf16/f16 only the sampled codes of `_sampled_positive_values` (and
+    the would-be values beyond max)."""
     vals = format_values(fmt)
     ext = vals + beyond_max(vals)
     if fmt == "e8m0":
         ext = [math.ldexp(1.0, e) for e in range(-150, -127)] + ext
     pos = set()
-    for i in range(len(ext)):
+    for i in _sampled_positive_values(fmt, vals) + list(range(len(vals), len(ext))):
         pos.update(f64_neighbours(f64_bits(ext[i])))
         if i + 1 < len(ext):
             pos.update(f64_neighbours(f64_bits((ext[i] + ext[i + 1]) / 2)))

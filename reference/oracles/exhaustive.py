@@ -7,9 +7,12 @@ the oracle's output codes are laid out in input order as raw bytes:
   * 8/6/4-bit formats: one byte per input, the code in the low bits
     (fp6: 0..63, fp4: 0..15, upper bits zero);
   * bf16/f16: two bytes per input, the u16 code little-endian.
-and the line `format<TAB>policy<TAB>chunk_index<TAB>sha256hex` is written.
+and the line `format<TAB>policy<TAB>chunk_index<TAB>sha256hex` is written,
+after comment lines naming the oracle's installed release and the command
+(common.release_header).
 
 Usage: exhaustive.py ml_dtypes|torch OUT.tsv [format ...]
+       exhaustive.py codes ml_dtypes|torch FORMAT CHUNK OUT.npy   (one chunk's codes)
        exhaustive.py selftest
 """
 import hashlib
@@ -17,6 +20,8 @@ import sys
 import time
 
 import numpy as np
+
+import common as C
 
 CHUNK = 1 << 24
 NCHUNK = 256
@@ -106,10 +111,16 @@ def main():
     if sys.argv[1] == "selftest":
         selftest()
         return
+    if sys.argv[1] == "codes":
+        oracle, fmt, i, out = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+        _, cast = (ml_caster if oracle == "ml_dtypes" else torch_caster)(fmt)
+        np.save(out, cast(chunk_inputs(i)))
+        return
     oracle, out = sys.argv[1], sys.argv[2]
     fmts = sys.argv[3:] or (ML_FORMATS if oracle == "ml_dtypes" else TORCH_FORMATS)
     mk = ml_caster if oracle == "ml_dtypes" else torch_caster
     with open(out + ".tmp", "w") as f:
+        f.writelines(C.release_header([oracle], sys.argv))
         for fmt in fmts:
             policy, cast = mk(fmt)
             t0 = time.time()

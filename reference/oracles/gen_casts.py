@@ -4,6 +4,8 @@
 Columns (TAB separated, no header): format policy input output
   input : f32:XXXXXXXX (f32 bits) or f64:XXXXXXXXXXXXXXXX (f64 bits), lowercase hex
   output: the code in hex (2 digits for <=8-bit formats, 4 for bf16/f16) or ERR
+The file opens with comment lines naming the oracle's installed release and
+the command (common.release_header).
 Usage: gen_casts.py ml_dtypes|torch|gfloat OUT.tsv.gz
 """
 import gzip
@@ -17,7 +19,9 @@ import common as C
 ML_FORMATS = ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "e8m0", "bf16", "f16"]
 TORCH_FORMATS = ["e4m3", "e5m2", "e8m0", "bf16", "f16"]
 GF_FORMATS = C.ALL_FORMATS  # includes int8
-F64_FORMATS = set(C.SMALL_FORMATS)
+# f64 inputs: every format of ml_dtypes and torch; gfloat's bf16/f16 are cast
+# from f32 only (its TiesToAway f64 bug is modelled for the <=8-bit formats).
+F64_FORMATS = {"ml_dtypes": ML_FORMATS, "torch": TORCH_FORMATS, "gfloat": C.SMALL_FORMATS}
 GF_MODES = ["TiesToEven", "TiesToAway", "TowardZero", "TowardPositive", "TowardNegative"]
 
 
@@ -38,10 +42,11 @@ def ml_cast(fmt, arr):
 
 def ml_scalar(fmt, values):
     dt = C.ml_dtype(fmt)
+    width = np.uint16 if C.NBITS[fmt] == 16 else np.uint8
     out = []
     for v in values:
         try:
-            out.append(int(np.array([dt(v)]).view(np.uint8)[0]))
+            out.append(int(np.array([dt(v)]).view(width)[0]))
         except Exception:
             out.append(None)
     return out
@@ -85,11 +90,11 @@ def emit(lines, fmt, policy, prefix, bits, codes, width):
 
 
 def main(oracle, out):
-    lines = []
+    lines = C.release_header([oracle], sys.argv)
     fmts = {"ml_dtypes": ML_FORMATS, "torch": TORCH_FORMATS, "gfloat": GF_FORMATS}[oracle]
     for fmt in fmts:
         b32 = C.f32_input_set(fmt)
-        b64 = C.f64_input_set(fmt) if fmt in F64_FORMATS else []
+        b64 = C.f64_input_set(fmt) if fmt in F64_FORMATS[oracle] else []
         a32, a64 = f32_array(b32), f64_array(b64)
         if oracle == "ml_dtypes":
             emit(lines, fmt, "astype", "f32", b32, ml_cast(fmt, a32), 8)

@@ -3,6 +3,8 @@
 
 Columns (TAB separated, no header): oracle format code_hex value_f32_hex
 value is 8 lowercase hex digits of the f32 bits, or the word `nan`.
+The file opens with comment lines naming the oracles' installed releases and
+the command (common.release_header).
 """
 import math
 import sys
@@ -39,7 +41,7 @@ def fmt_val(v):
 
 
 def main(out):
-    lines = []
+    lines = C.release_header(["ml_dtypes", "gfloat"], sys.argv)
     tables = {}
     for fmt in ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "e8m0", "bf16", "f16"]:
         tables[("ml_dtypes", fmt)] = ml_decode(fmt)

@@ -29,7 +29,9 @@ pub struct CastArgs {
     /// NaN into formats without NaN: error, neg-zero, pos-max, zero.
     #[arg(long)]
     pub nan: Option<NanPolicy>,
-    /// Reproduce an implementation: ml_dtypes, nvidia, torch, gfloat.
+    /// Reproduce a library release: ml_dtypes (its current release; =
+    /// ml_dtypes@0.7), ml_dtypes@0.6, nvidia, torch, gfloat (each also as
+    /// NAME@VERSION; README "Presets and policies").
     #[arg(long)]
     pub preset: Option<CastPreset>,
     /// Tensor name inside a .safetensors input.

@@ -117,6 +117,22 @@ mod tests {
             assert_eq!(torch_c10_rule(b), t, "c10 rule {b:#x}");
             assert_eq!(enc(CastPreset::Gfloat, b), g, "gfloat {b:#x}");
         }
+        // The ml_dtypes releases part on (2^-127, 1.5 * 2^-127): (input
+        // bits, ml_dtypes 0.7.0, ml_dtypes 0.6.0), from their vectors in
+        // reference/vectors/cast_ml_dtypes*.tsv.gz; torch keeps 0.6's rule.
+        let releases: &[(u32, u8, u8)] = &[
+            (0x00400000, 0x00, 0x00),
+            (0x00400001, 0x00, 0x01),
+            (0x00495f7e, 0x00, 0x01),
+            (0x005fffff, 0x00, 0x01),
+            (0x00600000, 0x01, 0x01),
+            (0x007fffff, 0x01, 0x01),
+        ];
+        for &(b, now, v06) in releases {
+            assert_eq!(enc(CastPreset::MlDtypes, b), now, "ml_dtypes {b:#x}");
+            assert_eq!(enc(CastPreset::MlDtypes06, b), v06, "ml_dtypes@0.6 {b:#x}");
+            assert_eq!(enc(CastPreset::Torch, b), v06, "torch {b:#x}");
+        }
         // NVIDIA round-up satfinite.
         assert_eq!(enc(CastPreset::Nvidia, 0x3f400000), 0x7f);
         assert_eq!(enc(CastPreset::Nvidia, 0x40400000), 0x81);

@@ -15,7 +15,8 @@
 //! | `pow2` | exact powers of two ([`pow2`], [`pow2_f32`]) and the exponent of an E8M0 scale byte ([`e8m0_exponent`]) |
 //! | `elem` | the element-type vocabulary: [`Format`], [`MiniFloat`] parameters derived from three inputs |
 //! | `round` | rounding directions, the one exact value [`Exact`], decomposed inputs [`Input`], the one reference rounding [`round_to_quantum`] |
-//! | `policy` | cast policies and presets (E8M0 rules included) |
+//! | `policy` | cast policies (E8M0 rules included) |
+//! | `preset` | the named cast presets and the library release each reproduces |
 //! | `e8m0` | the E8M0 scale encoder |
 //! | `fp8_rne` | the FP8 round-to-nearest-even fast path |
 //! | `encode` | the exact encoders and the slice paths (table, fast path) |
@@ -28,6 +29,7 @@ mod encode;
 mod fp8_rne;
 mod policy;
 mod pow2;
+mod preset;
 mod round;
 
 pub use e8m0::{encode_e8m0_f32, encode_e8m0_f64};
@@ -36,8 +38,7 @@ pub use encode::{
     cast_f32_slice, cast_f64_slice, encode_f32, encode_f64, encode_input, CastError, CastTable, CodesMut,
 };
 pub use fp8_rne::{Fp8Rne, Simd};
-pub use policy::{
-    default_nan_out, CastPolicy, CastPreset, E8m0Negative, E8m0Rule, E8m0Zero, NanOut, NanPolicy, Overflow,
-};
+pub use policy::{default_nan_out, CastPolicy, E8m0Negative, E8m0Rule, E8m0Zero, NanOut, NanPolicy, Overflow};
 pub use pow2::{e8m0_exponent, pow2, pow2_f32};
+pub use preset::{CastPreset, Release};
 pub use round::{round_to_quantum, Exact, Input, Rounding, Stochastic};

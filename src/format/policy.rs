@@ -1,8 +1,8 @@
-//! Cast policies and the named presets that reproduce real implementations.
+//! Cast policies: every choice that determines the code a value is cast to.
+//! The named presets that fill them in are in `preset`.
 
 use super::elem::Format;
 use super::round::{Rounding, Stochastic};
-use std::fmt;
 use std::str::FromStr;
 
 /// Conversion rule to E8M0.
@@ -12,13 +12,15 @@ pub enum E8m0Rule {
     /// Round the exact value to a power of two under the policy's rounding
     /// mode (nearest modes compare with the midpoint 1.5 * 2^e in value;
     /// nearest-even ties go to the even byte). Values below 2^-127 become
-    /// byte 0x00; results above 2^127 follow the overflow policy.
+    /// byte 0x00; results above 2^127 follow the overflow policy. With
+    /// nearest-away, the rule of the `ml_dtypes` preset.
     Value,
-    /// Rounding "on the implicit bit", as ml_dtypes and torch (c10
-    /// `fp8e8m0fnu_from_fp32_value`) do it: for |x| >= 2^-126 nearest with
-    /// ties up (the implicit bit is the LSB); below 2^-126 (where f32 has no
-    /// implicit bit) values up to 2^-127 give 0x00 and values above it 0x01.
-    /// The policy's rounding mode must be nearest-away.
+    /// Rounding "on the implicit bit", as torch (c10
+    /// `fp8e8m0fnu_from_fp32_value`) and the `ml_dtypes@0.6` preset do it:
+    /// for |x| >= 2^-126 nearest with ties up (the implicit bit is the
+    /// LSB); below 2^-126 (where f32 has no implicit bit) values up to
+    /// 2^-127 give 0x00 and values above it 0x01. The policy's rounding
+    /// mode must be nearest-away.
     ImplicitBit,
 }
 
@@ -173,7 +175,7 @@ impl CastPolicy {
             ));
         }
         if self.e8m0_rule == E8m0Rule::ImplicitBit && format == Format::E8M0 && self.rounding != Rounding::NearestAway {
-            return Err("this preset's E8M0 rule rounds to nearest with ties up (on the implicit bit); use --round nearest-away, or --preset nvidia/gfloat for other modes".into());
+            return Err("this preset's E8M0 rule rounds to nearest with ties up (on the implicit bit); use --round nearest-away, or --preset ml_dtypes/nvidia/gfloat for other modes".into());
         }
         if format == Format::Int8 && self.nan == NanPolicy::NegZero {
             return Err("int8 has no -0; choose a NaN policy of error, zero or pos-max".into());
@@ -191,143 +193,5 @@ pub const fn default_nan_out(format: Format) -> NanOut {
         Format::F16 => NanOut::SignedCanonical(0x7E00),
         Format::E8M0 => NanOut::Canonical(0xFF),
         _ => NanOut::Canonical(0),
-    }
-}
-
-/// Named presets: each sets every policy the way that implementation casts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CastPreset {
-    /// ml_dtypes 0.6 numpy `astype`: non-saturating RNE; E4M3 overflow/Inf -> NaN;
-    /// FP6/FP4 overflow/Inf -> max and NaN -> -0 (sign flipped by the NaN's
-    /// sign); E8M0 ties up (rounding on the implicit bit), zero/negative/
-    /// overflow -> NaN; f16 NaN payloads truncated as numpy; f64 inputs go
-    /// through f32 first, except for f16, which is numpy's own type and
-    /// rounds an f64 once (`npy_doublebits_to_halfbits`).
-    MlDtypes,
-    /// NVIDIA PTX `cvt.rn.satfinite` for FP8/FP6/FP4 (NaN -> 0x7F for FP8,
-    /// NaN -> +max for FP6/FP4), `cvt.rp.satfinite.ue8m0x2.f32` for E8M0,
-    /// `cvt.rn.bf16/f16.f32` (non-saturating) for bf16/f16.
-    Nvidia,
-    /// torch eager `.to()`: E4M3 saturates (also Inf), E5M2 does not; FP8 NaN
-    /// -> 0x7F with the sign; bf16 NaN -> 0xFFFF (1-d tensors); f16 NaN
-    /// quieted with its top payload bits; E8M0 via c10's bit rule (exponent
-    /// field, round on guard/round/sticky with the implicit bit as LSB, sign
-    /// ignored, zero -> 0x00, Inf/NaN -> 0xFF); f64 inputs go through f32
-    /// first.
-    Torch,
-    /// gfloat `round_float(..., TiesToEven, sat=False)`: E8M0 ties to even;
-    /// every NaN it produces is all-ones (0xFF, 0xFFFF); NaN into a format
-    /// without NaN, or overflow where there is no Inf/NaN, raises. Its E8M0
-    /// underflow bug (values below 2^-127 -> NaN) is not reproduced.
-    Gfloat,
-}
-
-impl CastPreset {
-    pub const ALL: [CastPreset; 4] = [
-        CastPreset::MlDtypes,
-        CastPreset::Nvidia,
-        CastPreset::Torch,
-        CastPreset::Gfloat,
-    ];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            CastPreset::MlDtypes => "ml_dtypes",
-            CastPreset::Nvidia => "nvidia",
-            CastPreset::Torch => "torch",
-            CastPreset::Gfloat => "gfloat",
-        }
-    }
-
-    /// The full policy this implementation uses for `format`.
-    pub fn policy(self, format: Format) -> CastPolicy {
-        let mut p = CastPolicy::ieee(format);
-        match self {
-            CastPreset::MlDtypes => {
-                match format {
-                    Format::E3M2 | Format::E2M3 | Format::E2M1 => {
-                        p.overflow = Overflow::Saturate;
-                        p.nan = NanPolicy::FlipSignZero;
-                    }
-                    Format::E8M0 => {
-                        p.rounding = Rounding::NearestAway;
-                        p.e8m0_rule = E8m0Rule::ImplicitBit;
-                    }
-                    Format::F16 => p.nan_out = NanOut::TruncatePayload,
-                    _ => {}
-                }
-                p.f64_via_f32 = format != Format::F16;
-                p.e8m0_zero = E8m0Zero::Nan;
-                p.e8m0_negative = E8m0Negative::Nan;
-            }
-            CastPreset::Nvidia => {
-                p.overflow = match format {
-                    Format::BF16 | Format::F16 => Overflow::NonFinite,
-                    _ => Overflow::Saturate,
-                };
-                p.nan = NanPolicy::PosMax;
-                p.nan_out = match format {
-                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0x7F),
-                    Format::BF16 => NanOut::Canonical(0x7FFF),
-                    Format::F16 => NanOut::Canonical(0x7FFF),
-                    f => default_nan_out(f),
-                };
-                if format == Format::E8M0 {
-                    p.rounding = Rounding::Up;
-                }
-                // Measured on an H200 (CUDA 13.0 headers, all 2^32 inputs,
-                // docs/DEVICE.md): the non-saturating E4M3 conversion gives
-                // an overflow NaN with the input's sign, and the E8M0
-                // conversion (software on sm_90) converts |x|.
-                p.signed_overflow_nan = true;
-                p.e8m0_zero = E8m0Zero::Min;
-                p.e8m0_negative = E8m0Negative::Abs;
-            }
-            CastPreset::Torch => {
-                p.overflow = match format {
-                    Format::E4M3 => Overflow::Saturate,
-                    _ => Overflow::NonFinite,
-                };
-                p.nan_out = match format {
-                    Format::E4M3 | Format::E5M2 => NanOut::SignedCanonical(0x7F),
-                    Format::BF16 => NanOut::Canonical(0xFFFF),
-                    Format::F16 => NanOut::QuietPayload,
-                    f => default_nan_out(f),
-                };
-                if format == Format::E8M0 {
-                    p.rounding = Rounding::NearestAway;
-                }
-                p.e8m0_rule = E8m0Rule::ImplicitBit;
-                p.e8m0_zero = E8m0Zero::Min;
-                p.e8m0_negative = E8m0Negative::Abs;
-                p.f64_via_f32 = true;
-            }
-            CastPreset::Gfloat => {
-                p.nan = NanPolicy::Error;
-                p.nan_out = match format {
-                    Format::E4M3 | Format::E5M2 => NanOut::Canonical(0xFF),
-                    Format::BF16 | Format::F16 => NanOut::Canonical(0xFFFF),
-                    f => default_nan_out(f),
-                };
-            }
-        }
-        p
-    }
-}
-
-impl fmt::Display for CastPreset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for CastPreset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        CastPreset::ALL
-            .into_iter()
-            .find(|p| p.name() == s || p.name().replace('_', "-") == s)
-            .ok_or_else(|| format!("unknown cast preset '{s}'; expected ml_dtypes, nvidia, torch or gfloat"))
     }
 }

@@ -15,8 +15,7 @@ pub fn path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference").join(rel)
 }
 
-/// The non-empty, non-comment lines of a (possibly gzipped) vector file.
-pub fn lines(rel: &str) -> Vec<String> {
+fn reader(rel: &str) -> BufReader<Box<dyn Read>> {
     let f = std::fs::File::open(path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let r: Box<dyn Read> = if rel.ends_with(".gz") {
         Box::new(GzDecoder::new(f))
@@ -24,9 +23,25 @@ pub fn lines(rel: &str) -> Vec<String> {
         Box::new(f)
     };
     BufReader::new(r)
+}
+
+/// The non-empty, non-comment lines of a (possibly gzipped) vector file.
+pub fn lines(rel: &str) -> Vec<String> {
+    reader(rel)
         .lines()
         .map(|l| l.unwrap())
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// The comment lines that open a (possibly gzipped) vector file, without
+/// their `# `: the oracles' releases and the command that wrote it.
+pub fn header(rel: &str) -> Vec<String> {
+    reader(rel)
+        .lines()
+        .map(|l| l.unwrap())
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').trim().to_string())
         .collect()
 }
 
