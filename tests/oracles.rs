@@ -444,6 +444,34 @@ fn all_f32_casts_match_torch_exhaustively() {
     check_exhaustive("torch", |_| true);
 }
 
+/// The digests tell the two ml_dtypes releases apart, so a preset matched
+/// against the other release's digests fails: the two digest files differ
+/// in e8m0 chunk 0 only (the f32 subnormals, reference/README.md), and
+/// each preset's hash of that chunk is its own release's digest and not the
+/// other's.
+#[test]
+fn the_digests_of_the_two_ml_dtypes_releases_refuse_the_other_preset() {
+    let digests = |oracle: &str| -> BTreeMap<(String, u32), String> {
+        lines(&format!("vectors/exhaustive_{oracle}.tsv"))
+            .into_iter()
+            .map(|l| {
+                let c: Vec<&str> = l.split('\t').collect();
+                ((c[0].to_string(), c[2].parse().unwrap()), c[3].to_string())
+            })
+            .collect()
+    };
+    let (new, old) = (digests("ml_dtypes"), digests("ml_dtypes@0.6"));
+    assert_eq!(new.len(), 8 * 256);
+    let differ: Vec<&(String, u32)> = new.keys().filter(|k| new[*k] != old[*k]).collect();
+    assert_eq!(differ, [&("e8m0".to_string(), 0)]);
+    let key = ("e8m0".to_string(), 0);
+    let hash = |oracle: &str| chunk_hash(Format::E8M0, &cast_policy(oracle, "astype", Format::E8M0), 0);
+    let (h_new, h_old) = (hash("ml_dtypes"), hash("ml_dtypes@0.6"));
+    assert_eq!((&h_new, &h_old), (&new[&key], &old[&key]));
+    assert_ne!(h_new, old[&key]);
+    assert_ne!(h_old, new[&key]);
+}
+
 /// If mxbi reproduced an oracle's bug, the predicates refuse: with mxbi
 /// replaced by the oracle's own output, every excluded line is reported as
 /// a predicate matching where mxbi is wrong, for each of the predicates.
