@@ -1165,7 +1165,7 @@ fn planted_e8m0_ties_to_even_is_caught() {
     // (2^-127, 1.5 * 2^-127], ml_dtypes on the tie 1.5 * 2^-127 alone
     let normal_tie = |b: u32| {
         let field = b >> 23; // sign bit set: no match
-        b & 0x7F_FFFF == 0x40_0000 && (1..=254).contains(&field) && field % 2 == 0
+        b & 0x7F_FFFF == 0x40_0000 && (1..=254).contains(&field) && field.is_multiple_of(2)
     };
     for (preset, lowest) in [
         (Preset::MlDtypes, 0x60_0000..=0x60_0000),
