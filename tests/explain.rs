@@ -97,10 +97,60 @@ fn reveal_counts_in_windows_when_the_output_rounds() {
     let r = reveals_exactly("fma;split=2;out=bf16", opts(32, 320, 32, InType::F32));
     assert_eq!(r.window, 256);
     assert_eq!(r.scheme, explain::reveal::Scheme::Lines);
-    // narrow inputs keep the diagonal scheme, windowed too
+    // f16 inputs: lines too (units of 2^-24 against 2^15), windowed
     let r = reveals_exactly("hopper-f16;out=bf16", opts(16, 320, 16, InType::F16));
     assert_eq!(r.window, 256);
+    assert_eq!(r.scheme, explain::reveal::Scheme::Lines);
+    // FP8 inputs keep the diagonal layout (one factor's range is too short)
+    let r = reveals_exactly("hopper-fp8-wgmma", opts(16, 128, 16, InType::E4M3));
     assert_eq!(r.scheme, explain::reveal::Scheme::Diagonal);
+}
+
+/// An f16-input GEMV answers N probes a launch (lines with subnormal units):
+/// on the diagonal layout it answered one (8,195 launches here, 22 s).
+#[test]
+fn an_f16_gemv_is_probed_a_line_per_column() {
+    for (spec, most) in [("fma;out=f16", 140), ("fma;split=8;reduce=pairwise;out=f16", 240)] {
+        let r = reveals_exactly(spec, opts(1, 4096, 64, InType::F16));
+        assert_eq!((r.scheme, r.window), (explain::reveal::Scheme::Lines, 2048), "{spec}");
+        assert!(r.launches <= most, "{spec}: {} launches", r.launches);
+    }
+}
+
+/// A subject that flushes f16 subnormal inputs to zero (as a kernel with
+/// FTZ inputs would): the f16 lines' units vanish, calibration fails, and
+/// reveal probes on the diagonal in normal numbers instead.
+struct FlushesSubnormals(Model);
+
+impl Subject for FlushesSubnormals {
+    fn name(&self) -> String {
+        format!("ftz({})", self.0.name())
+    }
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
+            unreachable!("f16 reveals pass f32 operands")
+        };
+        let ftz = |x: &[f32]| -> Vec<f32> {
+            x.iter()
+                .map(|&v| if v.abs() < 2f32.powi(-14) { 0.0 } else { v })
+                .collect()
+        };
+        let (a, b) = (ftz(a), ftz(b));
+        let q = Problem {
+            a: Matrix::F32(&a),
+            b: Matrix::F32(&b),
+            ..*p
+        };
+        self.0.run(&q, rows)
+    }
+}
+
+#[test]
+fn reveal_falls_back_to_the_diagonal_when_f16_subnormals_are_flushed() {
+    let want = order("fma;split=2");
+    let r = explain::reveal(&FlushesSubnormals(Model::new(want)), opts(8, 64, 8, InType::F16)).unwrap();
+    assert_eq!(r.scheme, explain::reveal::Scheme::Diagonal);
+    assert_eq!((r.order, r.disagreement_count), (Some(want), 0));
 }
 
 /// The H200's `cublas:gemmex-bf16` at M = 1, K = 7168 stopped at

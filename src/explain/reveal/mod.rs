@@ -11,14 +11,16 @@
 //! multi-term (tensor-core) sum truncates the units it aligns to `B`, so it
 //! shows up as one node with many children.
 //!
-//! Many probes per launch: with f32/bf16 inputs every line (column of B, or
-//! row of A when M > N) holds a whole probe and the other operand is all
-//! units, so one GEMM answers `max(M, N)` arbitrary probes ("lines"; a
-//! GEMV answers N). f16 and FP8 inputs lack the range for that (a product
-//! of one large and one small element is not far enough from a unit), so
-//! both factors carry the large values and only the diagonal elements are
-//! probes ("diagonal"). MX inputs carry the large values in the block
-//! scales instead (one unit per block, [`reveal_mx`]).
+//! Many probes per launch: with f32/bf16/f16 inputs every line (column of
+//! B, or row of A when M > N) holds a whole probe and the other operand is
+//! all ones, so one GEMM answers `max(M, N)` arbitrary probes ("lines"; a
+//! GEMV answers N). f16 reaches `B / u` = 2^39 only with subnormal units
+//! (2^-24 against 2^15); a subject that flushes them fails calibration and
+//! is probed on the diagonal instead. FP8 inputs lack the range for lines
+//! (a product of one large and one small element is not far enough from a
+//! unit), so both factors carry the large values and only the diagonal
+//! elements are probes ("diagonal"). MX inputs carry the large values in
+//! the block scales instead (one unit per block, [`reveal_mx`]).
 //!
 //! An output format that rounds the counts (bf16, f16 outputs) is detected
 //! by a calibration launch (its sizes laid out along the longer of rows and
@@ -83,7 +85,7 @@ pub use repeats::{ChangedAnswer, Repeats};
 
 use keys::{At, Key, NO_WINDOW};
 
-use prober::{magnitudes, MxCodes, Prober};
+use prober::{f16_diagonal, magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
 
@@ -374,7 +376,16 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     let mut pr = new_prober(subject, o, mx)?;
     let kl = pr.kl;
     let mut clock = Clock::start();
-    pr.window = pr.calibrate()?;
+    pr.window = match pr.calibrate() {
+        // f16 lines count units of 2^-24 (subnormal): a subject that
+        // flushes them is probed on the diagonal, in normal numbers
+        Err(RevealError::Inconsistent(_)) if o.input == InType::F16 && pr.scheme == Scheme::Lines && mx.is_none() => {
+            let d = f16_diagonal();
+            (pr.lo, pr.hi, pr.other, pr.scheme) = (d.lo, d.hi, d.other, d.scheme);
+            pr.calibrate()?
+        }
+        r => r?,
+    };
     clock.mark("calibration");
     pr.spent = [0.0; 3];
     let tasks = fprev_rounds(&mut pr)?;
@@ -457,15 +468,16 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
             })?),
         };
     let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
-    let (lo, hi, scheme) = magnitudes(o.input, mx.is_some());
+    let v = magnitudes(o.input, mx.is_some());
     Ok(Prober {
         subject,
         o,
         mx: codes,
         kl,
-        lo,
-        hi,
-        scheme,
+        lo: v.lo,
+        hi: v.hi,
+        other: v.other,
+        scheme: v.scheme,
         window: kl,
         launches: 0,
         tallies: Tallies::default(),

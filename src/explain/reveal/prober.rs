@@ -10,19 +10,58 @@ use crate::mx::MxFormat;
 use crate::order::InType;
 use crate::subject::Subject;
 
-/// Probe magnitudes for an input type: (small, large) element values.
-pub(super) fn magnitudes(t: InType, mx: bool) -> (f32, f32, Scheme) {
+/// Probe values for an input type (module doc of `reveal`, "Probes").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Magnitudes {
+    /// A unit in the probe operand.
+    pub(super) lo: f32,
+    /// The large value `B`.
+    pub(super) hi: f32,
+    /// Every element of the other operand (lines; the diagonal layout
+    /// fills it with `lo` and puts `+-hi` on its diagonal).
+    pub(super) other: f32,
+    pub(super) scheme: Scheme,
+}
+
+/// The probe values for an input type: lines wherever one operand's range
+/// holds `B / u` of at least 2^38 (f16: `2^15` against the least
+/// subnormal, `2^-24`, the other operand all ones), the diagonal layout
+/// where it does not (FP8: `B / u` as the product of both factors).
+pub(super) fn magnitudes(t: InType, mx: bool) -> Magnitudes {
     let p = |e: i32| 2f32.powi(e);
+    let lines = |lo: f32, hi: f32, other: f32| Magnitudes {
+        lo,
+        hi,
+        other,
+        scheme: Scheme::Lines,
+    };
     if mx {
         // the large value lives in the block scale: 2^40 through E8M0
-        return (1.0, p(40), Scheme::Lines);
+        return lines(1.0, p(40), 1.0);
     }
     match t {
-        InType::F32 | InType::Bf16 => (1.0, p(40), Scheme::Lines),
-        InType::F16 => (p(-6), p(14), Scheme::Diagonal),
-        InType::E4M3 => (p(-9), p(8), Scheme::Diagonal),
-        InType::E5M2 => (p(-16), p(15), Scheme::Diagonal),
+        InType::F32 | InType::Bf16 => lines(1.0, p(40), 1.0),
+        InType::F16 => lines(p(-24), p(15), 1.0),
+        InType::E4M3 => diagonal(p(-9), p(8)),
+        InType::E5M2 => diagonal(p(-16), p(15)),
     }
+}
+
+/// Both factors carry the large values: `B / u = (hi / lo)^2`.
+pub(super) fn diagonal(lo: f32, hi: f32) -> Magnitudes {
+    Magnitudes {
+        lo,
+        hi,
+        other: lo,
+        scheme: Scheme::Diagonal,
+    }
+}
+
+/// f16's diagonal values (2^-6 and 2^14: `B / u` = 2^40 with normal
+/// numbers only): the layout for a subject whose f16 lines calibration
+/// fails (one that flushes f16 subnormals to zero).
+pub(super) fn f16_diagonal() -> Magnitudes {
+    diagonal(2f32.powi(-6), 2f32.powi(14))
 }
 
 /// MX codes of +1, -1 and 0 in `f` (probe values are `+-1 * 2^s`, the
@@ -93,6 +132,8 @@ pub(super) struct Prober<'a> {
     pub(super) kl: usize,
     pub(super) lo: f32,
     pub(super) hi: f32,
+    /// The other operand's value (lines; `lo` for the diagonal layout).
+    pub(super) other: f32,
     pub(super) scheme: Scheme,
     pub(super) window: usize,
     pub(super) launches: usize,
@@ -184,7 +225,7 @@ impl Prober<'_> {
 
     pub(super) fn counter(&self) -> Counter {
         Counter {
-            unit: self.lo as f64 * self.lo as f64,
+            unit: self.lo as f64 * self.other as f64,
             kl: self.kl,
             ratio: (self.hi as f64 / self.lo as f64).powi(match self.scheme {
                 Scheme::Lines => 1,
@@ -247,7 +288,7 @@ impl Prober<'_> {
     /// the sizes tried), the sizes laid out along the longer of rows and
     /// columns (so a GEMV, M = 1, is calibrated too).
     pub(super) fn calibrate(&mut self) -> Result<usize, RevealError> {
-        let (m, kl, n, lo) = (self.o.m, self.kl, self.o.n, self.lo);
+        let (m, kl, n, lo, other) = (self.o.m, self.kl, self.o.n, self.lo, self.other);
         let mut sizes: Vec<usize> = vec![kl];
         for s in [2048usize, 256, 16] {
             if s < kl {
@@ -279,13 +320,13 @@ impl Prober<'_> {
                             }
                         }
                     }
-                    refill(a, m * kl, lo);
+                    refill(a, m * kl, other);
                 } else {
                     refill(a, m * kl, 0.0);
                     for i in 0..m {
                         a[i * kl..i * kl + odd[which(l, i)]].fill(lo);
                     }
-                    refill(b, kl * n, lo);
+                    refill(b, kl * n, other);
                 }
             },
             |_, _, l, out| {
@@ -397,6 +438,7 @@ impl Prober<'_> {
     /// answers it again: all are checked.
     pub(super) fn measure_lines(&mut self, probes: &[Key]) -> Result<(), RevealError> {
         let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let other = self.other;
         let cols = n >= m;
         let slots = if cols { n } else { m };
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
@@ -432,14 +474,14 @@ impl Prober<'_> {
                     for j in 0..n {
                         line(&chunk[j % used], &mut |x, v| b[x * n + j] = v);
                     }
-                    refill(a, m * kl, lo);
+                    refill(a, m * kl, other);
                 } else {
                     refill(a, m * kl, fill(chunk));
                     for i in 0..m {
                         let row = &mut a[i * kl..(i + 1) * kl];
                         line(&chunk[i % used], &mut |x, v| row[x] = v);
                     }
-                    refill(b, kl * n, lo);
+                    refill(b, kl * n, other);
                 }
             },
             |t, id, li, out| {

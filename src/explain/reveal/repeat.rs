@@ -13,8 +13,10 @@
 //!   (lines: units x2^6 and `+-B` x2^10 in the probe line, the other
 //!   operand x2^-4, so the unit is x4 and `B / u` x16; and the mirror,
 //!   units x2^-6, `+-B` x2^-2, other x2^4, so the unit is /4. Diagonal
-//!   probes: both factors x2 or both /2). A variant whose values are not
-//!   all exact in the input type is skipped (FP8 inputs have no room).
+//!   probes: both factors x2 or both /2; f16 lines, which span f16's range
+//!   already: `+-B` halved only, while `B / u` stays above `K * 2^24`). A
+//!   variant whose values are not all exact in the input type is skipped
+//!   (FP8 inputs have no room).
 //! - **refilled** (one launch): every unit that the recovered tree says is
 //!   swamped (under the lowest common ancestor of p and q) replaced by a
 //!   seeded choice of 0 or half a unit (0 only where half a unit is not
@@ -71,7 +73,22 @@ fn exact(v: f32, t: InType, mx: bool) -> bool {
 /// values are exact in it).
 fn variants(pr: &Prober) -> Vec<Variant> {
     let list = match pr.scheme {
-        Scheme::Lines => [
+        // f16 lines already use f16's range end to end (2^15 against 2^-24):
+        // `B` halved is the one rescale left, kept while `B / u` still
+        // exceeds `K * 2^24` (every unit swamped: K < 2^14)
+        Scheme::Lines if pr.o.input == InType::F16 && pr.mx.is_none() => {
+            let ratio = (pr.hi as f64 / 2.0) / pr.lo as f64;
+            if ratio > pr.kl as f64 * 2f64.powi(24) {
+                vec![Variant {
+                    name: "rescaled down",
+                    shifts: [0, -1, 0, 0],
+                    refill: false,
+                }]
+            } else {
+                vec![]
+            }
+        }
+        Scheme::Lines => vec![
             Variant {
                 name: "rescaled up",
                 shifts: [6, 10, -4, 0],
@@ -83,7 +100,7 @@ fn variants(pr: &Prober) -> Vec<Variant> {
                 refill: false,
             },
         ],
-        Scheme::Diagonal => [
+        Scheme::Diagonal => vec![
             Variant {
                 name: "rescaled up",
                 shifts: [1, 1, 1, 1],
@@ -96,7 +113,7 @@ fn variants(pr: &Prober) -> Vec<Variant> {
             },
         ],
     };
-    let (lo, hi, t, mx) = (pr.lo, pr.hi, pr.o.input, pr.mx.is_some());
+    let (lo, hi, other, t, mx) = (pr.lo, pr.hi, pr.other, pr.o.input, pr.mx.is_some());
     let p2 = |e: i32| 2f32.powi(e);
     let mut out: Vec<Variant> = list
         .into_iter()
@@ -104,7 +121,7 @@ fn variants(pr: &Prober) -> Vec<Variant> {
             let [pu, pb, ou, ob] = v.shifts;
             exact(lo * p2(pu), t, mx)
                 && exact(hi * p2(pb), t, mx)
-                && exact(lo * p2(ou), t, mx)
+                && exact(other * p2(ou), t, mx)
                 && (pr.scheme == Scheme::Lines || exact(hi * p2(ob), t, mx))
         })
         .collect();
@@ -210,7 +227,7 @@ impl Prober<'_> {
         let (m, kl, n) = (self.o.m, self.kl, self.o.n);
         let (probes, mut r) = self.sample_probes(shape);
         let s = probes.len();
-        let (lo, hi) = (self.lo, self.hi);
+        let (lo, hi, other) = (self.lo, self.hi, self.other);
         let half = lo / 2.0;
         let fills: Vec<f32> = if exact(half, self.o.input, self.mx.is_some()) {
             vec![0.0, half]
@@ -238,7 +255,7 @@ impl Prober<'_> {
             .collect();
         let cols = n >= m;
         let p2 = |e: i32| 2f32.powi(e);
-        let unit0 = lo as f64 * lo as f64;
+        let unit0 = lo as f64 * other as f64;
         let mut changed: Vec<ChangedAnswer> = Vec::new();
         let mut changed_count = 0usize;
         let mut changed_keys: std::collections::HashSet<Key> = std::collections::HashSet::new();
@@ -251,7 +268,7 @@ impl Prober<'_> {
             |vi, a, b| {
                 let v = &vars[vi];
                 let [pu, pb, ou, ob] = v.shifts;
-                let (plo, phi, olo, ohi) = (p2(pu), hi * p2(pb), lo * p2(ou), hi * p2(ob));
+                let (plo, phi, olo, ohi) = (p2(pu), hi * p2(pb), other * p2(ou), hi * p2(ob));
                 // the probe line's value at each of its units
                 let line = |t: usize, put: &mut dyn FnMut(usize, f32)| {
                     let pr = &probes[t];
