@@ -33,6 +33,13 @@ fn opts(m: usize, k: usize, n: usize) -> RevealOptions {
     }
 }
 
+fn opts_f16(m: usize, k: usize, n: usize) -> RevealOptions {
+    RevealOptions {
+        input: InType::F16,
+        ..opts(m, k, n)
+    }
+}
+
 /// Which input decides the order.
 #[derive(Clone, Copy)]
 enum Rule {
@@ -160,6 +167,43 @@ fn static_orders_pass_the_repeats() {
         assert_eq!(r.repeats.answers, 3 * 4 * 32);
         assert_eq!(r.repeats.changed_count, 0);
         assert!(r.to_string().contains("the order does not depend on the data"), "{r}");
+    }
+}
+
+/// f16 inputs are probed on lines too (units of 2^-24 against 2^15, the
+/// other operand all ones), with their own rescales (`+-B` halved, the
+/// other operand x2 or not): the probes' rows of ones sum to K = 64, under
+/// the threshold of 100; only *rescaled up* (rows of twos, 128) crosses it.
+/// Zeros in B are reached by the refill, and the static controls pass
+/// every repeat.
+#[test]
+fn f16_lines_refuse_data_dependent_orders_and_pass_static_ones() {
+    let s = DataDependent {
+        small: order("fma"),
+        large: order("fma;split=4"),
+        rule: Rule::RowMagnitude(100.0),
+    };
+    let rep = refused(&s, opts_f16(4, 64, 32));
+    assert!(rep.changed_probes > 0, "{rep:?}");
+    assert!(rep.changed.iter().all(|c| c.repeat == "rescaled up"), "{rep:?}");
+    let s = DataDependent {
+        small: order("fma"),
+        large: order("fma;split=2"),
+        rule: Rule::ZeroInColumn,
+    };
+    let rep = refused(&s, opts_f16(4, 64, 32));
+    assert!(rep.changed.iter().all(|c| c.repeat == "refilled"), "{rep:?}");
+    for rule in [Rule::RowMagnitude(100.0), Rule::ZeroInColumn] {
+        let s = DataDependent {
+            small: order("fma;split=2"),
+            large: order("fma;split=2"),
+            rule,
+        };
+        let r = explain::reveal(&s, opts_f16(4, 64, 32)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.scheme, explain::reveal::Scheme::Lines);
+        assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
+        assert_eq!(r.repeats.repeats.len(), 3, "{:?}", r.repeats);
+        assert_eq!(r.repeats.changed_count, 0);
     }
 }
 

@@ -14,7 +14,8 @@
 //!   operand x2^-4, so the unit is x4 and `B / u` x16; and the mirror,
 //!   units x2^-6, `+-B` x2^-2, other x2^4, so the unit is /4. Diagonal
 //!   probes: both factors x2 or both /2; f16 lines, which span f16's range
-//!   already: `+-B` halved only, while `B / u` stays above `K * 2^24`). A
+//!   already: `+-B` halved with the other operand x2 (up: the unit x2) or
+//!   not (down: the unit kept), while `B / u` stays above `K * 2^24`). A
 //!   variant whose values are not all exact in the input type is skipped
 //!   (FP8 inputs have no room).
 //! - **refilled** (one launch): every unit that the recovered tree says is
@@ -73,17 +74,26 @@ fn exact(v: f32, t: InType, mx: bool) -> bool {
 /// values are exact in it).
 fn variants(pr: &Prober) -> Vec<Variant> {
     let list = match pr.scheme {
-        // f16 lines already use f16's range end to end (2^15 against 2^-24):
-        // `B` halved is the one rescale left, kept while `B / u` still
-        // exceeds `K * 2^24` (every unit swamped: K < 2^14)
+        // f16 lines already span f16's range (2^15 against 2^-24): `B`
+        // halved, with the other operand doubled (the unit x2, `B` times
+        // the other operand unchanged: no new overflow in an f16
+        // accumulator) or not (the unit unchanged); kept while `B / u`
+        // still exceeds `K * 2^24` (every unit swamped: K < 2^14)
         Scheme::Lines if pr.o.input == InType::F16 && pr.mx.is_none() => {
             let ratio = (pr.hi as f64 / 2.0) / pr.lo as f64;
             if ratio > pr.kl as f64 * 2f64.powi(24) {
-                vec![Variant {
-                    name: "rescaled down",
-                    shifts: [0, -1, 0, 0],
-                    refill: false,
-                }]
+                vec![
+                    Variant {
+                        name: "rescaled up",
+                        shifts: [0, -1, 1, 0],
+                        refill: false,
+                    },
+                    Variant {
+                        name: "rescaled down",
+                        shifts: [0, -1, 0, 0],
+                        refill: false,
+                    },
+                ]
             } else {
                 vec![]
             }
