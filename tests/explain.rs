@@ -337,6 +337,13 @@ impl Subject for NotASum {
 fn reveal_refuses_a_subject_that_does_not_sum() {
     let e = explain::reveal(&NotASum, opts(4, 64, 16, InType::F32)).unwrap_err();
     assert!(e.to_string().contains("does not return sums"), "{e}");
+    // f32 lines' own units (1): only f16 inputs retry on the diagonal
+    assert!(e.to_string().contains("(units of 1e0:"), "{e}");
+    let e = explain::reveal(&NotASum, opts(4, 64, 16, InType::F16)).unwrap_err();
+    assert!(
+        e.to_string().contains("(units of 2.44140625e-4:"),
+        "the diagonal's units: {e}"
+    );
 }
 
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
