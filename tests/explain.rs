@@ -104,6 +104,8 @@ fn reveal_counts_in_windows_when_the_output_rounds() {
     // FP8 inputs keep the diagonal layout (one factor's range is too short)
     let r = reveals_exactly("hopper-fp8-wgmma", opts(16, 128, 16, InType::E4M3));
     assert_eq!(r.scheme, explain::reveal::Scheme::Diagonal);
+    let r = reveals_exactly("fma;split=2", opts(16, 64, 16, InType::E5M2));
+    assert_eq!(r.scheme, explain::reveal::Scheme::Diagonal);
 }
 
 /// An f16-input GEMV answers N probes a launch (lines with subnormal units):
