@@ -861,6 +861,13 @@ fn larger_shapes() {
         ("mma(k=4,f=30,in=f32)", Scale::Plain, 19, 280, 40),
         // more than one row block: B packed once per part for all tiles
         ("fma", Scale::Plain, 100, 40, 300),
+        // N a multiple of every ISA's panel width: one chain is written
+        // straight into C (rows not a multiple of the register tile, one
+        // and several row blocks, one row)
+        ("fma", Scale::Plain, 101, 64, 300),
+        ("muladd", Scale::Plain, 13, 96, 257),
+        ("fma", Scale::Plain, 1, 32, 50),
+        ("fma;out=bf16", Scale::Plain, 7, 64, 70),
         ("muladd;split=2/interleave;ktile=16", Scale::Plain, 130, 33, 200),
         ("fma", Scale::Dequant, 40, 70, 320),
         ("hopper-bf16;split=2", Scale::Dequant, 20, 40, 256),

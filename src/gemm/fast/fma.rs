@@ -9,10 +9,12 @@
 //! precision with round-to-nearest and subnormals kept, as in the evaluator.
 //!
 //! Register tiles: AVX-512 12x32 (1x32, 2x32, 4x32 for a few rows), AVX2
-//! 6x16 (1x16, 2x16), portable 4x8. B is packed into panels of NR columns
+//! 6x16 (1x16, 2x16), portable 4x8. A is packed once per part into panels
+//! of MR rows, shared by every tile. B is packed into panels of NR columns
 //! (16x16 in-register transposes with AVX-512 where the k list runs
 //! contiguously): once per part for all tiles when there are several row
-//! blocks, else per tile and K block, right before use.
+//! blocks, else per tile and K block, right before use. A plan that is one
+//! chain writes its tiles straight into C (N a multiple of NR).
 
 use super::isa::Isa;
 use super::plan::{Op, Plan};
@@ -288,23 +290,47 @@ fn pack_b_panel(isa: Isa, bt: &[f32], k: usize, n: usize, ks: &[u32], p: usize, 
 }
 
 /// Packs A rows `rows` (zero rows up to a multiple of mr) for the k list
-/// `ks` as `[row panel][ks][mr]`.
-fn pack_a(a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize, dst: &mut Vec<f32>) {
-    let panels = rows.len().div_ceil(mr);
+/// `ks` as `[row panel][ks][mr]`, once per part for every tile; each
+/// panel is written in one sequential run while its mr rows are read.
+fn pack_a(a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize) -> Vec<f32> {
     let len = ks.len();
-    dst.clear();
-    dst.resize(panels * len * mr, 0.0);
-    for (r, &row) in rows.iter().enumerate() {
-        let (p, rr) = (r / mr, r % mr);
-        let src = &a[row * k..(row + 1) * k];
-        let d = &mut dst[p * len * mr..(p + 1) * len * mr];
+    let mut dst = vec![0f32; rows.len().div_ceil(mr) * len * mr];
+    dst.par_chunks_mut(len * mr).enumerate().for_each(|(p, d)| {
+        let src: Vec<&[f32]> = rows[p * mr..((p + 1) * mr).min(rows.len())]
+            .iter()
+            .map(|&row| &a[row * k..(row + 1) * k])
+            .collect();
         for (kk, &kx) in ks.iter().enumerate() {
-            d[kk * mr + rr] = src[kx as usize];
+            for (rr, s) in src.iter().enumerate() {
+                d[kk * mr + rr] = s[kx as usize];
+            }
         }
+    });
+    dst
+}
+
+/// The output, written by tiles in parallel, each to its own rows and
+/// columns.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+// SAFETY: tiles write disjoint elements (see `run`).
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// # Safety
+    /// `at` lies inside the output.
+    unsafe fn at(self, at: usize) -> *mut f32 {
+        self.0.add(at)
     }
 }
 
 /// All selected rows of C for a plan made of chains and element-wise ops.
+///
+/// Tiles of C (mc rows, up to 16 B panels) run in parallel. A plan that is
+/// one chain, with N a multiple of the panel width, is written straight
+/// into C (rows padded to the register tile, cut off at the end); any
+/// other goes through the tile buffers of its slots and is copied out.
 pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: &[usize], isa: Isa) -> Vec<f32> {
     let threads = rayon::current_num_threads().max(1);
     let fma = plan.ops.iter().any(|o| matches!(o, Op::Chain { fma: true, .. }));
@@ -312,11 +338,13 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     let kern = kernel(isa, g.mr, fma);
     let panels = n.div_ceil(g.nr);
     let row_blocks = rows.len().div_ceil(g.mc);
-    // several row blocks: B packed once per part, shared by all tiles
-    let global = row_blocks > 1;
+    // A packed once per part for every tile; B too when there are several
+    // row blocks (else each tile packs its own B blocks right before use)
+    let mut apacked: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
     let mut packed: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
-    if global {
-        for (op, ks) in plan.chains() {
+    for (op, ks) in plan.chains() {
+        apacked[op] = Some(pack_a(a, k, rows, ks, g.mr));
+        if row_blocks > 1 {
             let len = ks.len();
             let mut out = vec![0f32; panels * len * g.nr];
             out.par_chunks_mut(len * g.nr)
@@ -332,55 +360,72 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     let tiles: Vec<(usize, usize)> = (0..row_blocks)
         .flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p)))
         .collect();
+    let direct = plan.steps.len() == 1 && n.is_multiple_of(g.nr);
+    let rows_pad = rows.len().next_multiple_of(g.mr);
+    let mut out = vec![0f32; if direct { rows_pad * n } else { 0 }];
+    let shared = Shared(out.as_mut_ptr());
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
         .map(|&(r0, p0)| {
             let r1 = (r0 + g.mc).min(rows.len());
             let p1 = (p0 + pb).min(panels);
-            let trows = &rows[r0..r1];
-            let ld = (p1 - p0) * g.nr;
-            let rpad = trows.len().next_multiple_of(g.mr);
-            let mut bufs = TileBufs::new(plan.slots, rpad * ld);
-            let (mut apack, mut bpack) = (Vec::new(), vec![0f32; g.kc * g.nr]);
+            let rpad = (r1 - r0).next_multiple_of(g.mr);
+            // where the tile's slots live: C itself, or the tile buffers
+            let (mut bufs, ld) = match direct {
+                true => (TileBufs(Vec::new()), n),
+                false => (TileBufs::new(plan.slots, rpad * (p1 - p0) * g.nr), (p1 - p0) * g.nr),
+            };
+            let mut bpack = Vec::new();
             for st in &plan.steps {
                 let Op::Chain { ks, .. } = &plan.ops[st.op] else {
                     elementwise(&plan.ops[st.op], st, &mut bufs.0);
                     continue;
                 };
                 let len = ks.len();
-                let dst = bufs.0[st.dst].as_mut_ptr();
+                let apk = apacked[st.op].as_ref().expect("packed above");
+                let dst = match direct {
+                    // SAFETY: the tile's rows r0..r0 + rpad and columns from
+                    // p0 * nr lie inside C's rows_pad x n, and no other tile
+                    // writes them.
+                    true => unsafe { shared.at(r0 * n + p0 * g.nr) },
+                    false => bufs.0[st.dst].as_mut_ptr(),
+                };
                 for kc0 in (0..len).step_by(g.kc) {
                     let kcl = g.kc.min(len - kc0);
                     let kse = &ks[kc0..kc0 + kcl];
-                    pack_a(a, k, trows, kse, g.mr, &mut apack);
-                    for p in p0..p1 {
-                        let bpp = match &packed[st.op] {
-                            Some(bp) => bp[(p * len + kc0) * g.nr..].as_ptr(),
-                            None => {
-                                pack_b_panel(isa, bt, k, n, kse, p, g.nr, &mut bpack[..kcl * g.nr]);
-                                bpack.as_ptr()
+                    let bps: Vec<*const f32> = match &packed[st.op] {
+                        Some(bp) => (p0..p1).map(|p| bp[(p * len + kc0) * g.nr..].as_ptr()).collect(),
+                        None => {
+                            bpack.resize((p1 - p0) * kcl * g.nr, 0.0);
+                            for (x, p) in (p0..p1).enumerate() {
+                                let d = &mut bpack[x * kcl * g.nr..(x + 1) * kcl * g.nr];
+                                pack_b_panel(isa, bt, k, n, kse, p, g.nr, d);
                             }
-                        };
+                            (0..p1 - p0).map(|x| bpack[x * kcl * g.nr..].as_ptr()).collect()
+                        }
+                    };
+                    // each B panel stays in L1 while the tile's A micro-panels
+                    // stream past it
+                    for (x, &bpp) in bps.iter().enumerate() {
                         for ip in 0..rpad / g.mr {
+                            let ap = apk[((r0 / g.mr + ip) * len + kc0) * g.mr..].as_ptr();
                             // SAFETY: the packed panels hold kcl x mr and kcl x nr
-                            // values; the tile buffer holds rpad x ld.
-                            unsafe {
-                                kern(
-                                    kcl,
-                                    apack.as_ptr().add(ip * kcl * g.mr),
-                                    bpp,
-                                    dst.add(ip * g.mr * ld + (p - p0) * g.nr),
-                                    ld,
-                                    kc0 == 0,
-                                );
-                            }
+                            // values; the destination holds rpad x ld from dst.
+                            unsafe { kern(kcl, ap, bpp, dst.add(ip * g.mr * ld + x * g.nr), ld, kc0 == 0) };
                         }
                     }
                 }
             }
-            std::mem::take(&mut bufs.0[plan.root_slot])
+            match direct {
+                true => Vec::new(),
+                false => std::mem::take(&mut bufs.0[plan.root_slot]),
+            }
         })
         .collect();
+    if direct {
+        out.truncate(rows.len() * n);
+        return out;
+    }
     let mut out = vec![0f32; rows.len() * n];
     for (&(r0, p0), t) in tiles.iter().zip(done) {
         let r1 = (r0 + g.mc).min(rows.len());
