@@ -191,7 +191,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fprev", required=True, help="the folder holding FPRev's fprev.py")
     ap.add_argument("out", help="JSON lines, one per kernel, shape and round")
-    ap.add_argument("--kernel", default="triton-f32", help="comma-separated: " + ", ".join(KERNELS))
+    ap.add_argument("--kernel", default="triton-f32", help="comma-separated: " + ", ".join(KERNELS) + " ('' for none)")
     ap.add_argument("--shapes", default="1x64,64x64,4096x64,1x4096,64x4096,4096x4096", help="MxN, comma-separated")
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=3)
@@ -222,7 +222,7 @@ def main() -> int:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     rows, narrow = [], []
     with open(args.out, "w") as out:
-        for kname in args.kernel.split(","):
+        for kname in filter(None, args.kernel.split(",")):
             mm, name = KERNELS[kname]()
             for m, n in shapes:
                 for rnd in range(args.rounds):
