@@ -868,6 +868,8 @@ fn larger_shapes() {
         ("muladd", Scale::Plain, 13, 96, 257),
         ("fma", Scale::Plain, 1, 32, 50),
         ("fma;out=bf16", Scale::Plain, 7, 64, 70),
+        // K = 0: no chain, the plan is +0 alone
+        ("fma", Scale::Plain, 3, 32, 0),
         ("muladd;split=2/interleave;ktile=16", Scale::Plain, 130, 33, 200),
         ("fma", Scale::Dequant, 40, 70, 320),
         ("hopper-bf16;split=2", Scale::Dequant, 20, 40, 256),

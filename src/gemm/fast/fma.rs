@@ -360,7 +360,11 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     let tiles: Vec<(usize, usize)> = (0..row_blocks)
         .flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p)))
         .collect();
-    let direct = plan.steps.len() == 1 && n.is_multiple_of(g.nr);
+    let one_chain = match plan.steps[..] {
+        [st] => matches!(plan.ops[st.op], Op::Chain { .. }) && st.dst == plan.root_slot,
+        _ => false,
+    };
+    let direct = one_chain && n.is_multiple_of(g.nr);
     let rows_pad = rows.len().next_multiple_of(g.mr);
     let mut out = vec![0f32; if direct { rows_pad * n } else { 0 }];
     let shared = Shared(out.as_mut_ptr());
