@@ -309,6 +309,8 @@ mod tests {
             assert_eq!(p.versioned_name().parse::<CastPreset>(), Ok(p));
             let full = format!("{}@{}", p.family(), p.release().version);
             assert_eq!(full.parse::<CastPreset>(), Ok(p));
+            // what messages and reports print is the spelling that parses back
+            assert_eq!(p.to_string(), p.name());
             let json = serde_json::to_string(&p).unwrap();
             assert_eq!(json, format!("\"{}\"", p.name()));
             assert_eq!(serde_json::from_str::<CastPreset>(&json).unwrap(), p);
