@@ -60,6 +60,15 @@ struct DataDependent {
 }
 
 impl DataDependent {
+    /// `small` below the rule's line, `large` above it.
+    fn new(small: &str, large: &str, rule: Rule) -> DataDependent {
+        DataDependent {
+            small: order(small),
+            large: order(large),
+            rule,
+        }
+    }
+
     /// C for f32 operands A [M, K], B [K, N].
     fn c(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
         let p = Problem::from_arrays(a, b, BLayout::Kn).unwrap();
@@ -111,11 +120,7 @@ fn refused(s: &DataDependent, o: RevealOptions) -> Box<explain::Repeats> {
 /// threshold and the counts change to `fma;split=4`'s.
 #[test]
 fn reveal_refuses_an_order_chosen_by_row_magnitude() {
-    let s = DataDependent {
-        small: order("fma"),
-        large: order("fma;split=4"),
-        rule: Rule::RowMagnitude(128.0),
-    };
+    let s = DataDependent::new("fma", "fma;split=4", Rule::RowMagnitude(128.0));
     let rep = refused(&s, opts(4, 64, 32));
     assert!(
         rep.changed_probes > 0 && rep.changed_count >= rep.changed_probes,
@@ -139,11 +144,7 @@ fn reveal_refuses_an_order_chosen_by_row_magnitude() {
 /// reaches the other order.
 #[test]
 fn reveal_refuses_an_order_chosen_by_zeros_in_b() {
-    let s = DataDependent {
-        small: order("fma"),
-        large: order("fma;split=2"),
-        rule: Rule::ZeroInColumn,
-    };
+    let s = DataDependent::new("fma", "fma;split=2", Rule::ZeroInColumn);
     let rep = refused(&s, opts(4, 64, 32));
     assert!(rep.changed_probes > 0, "{rep:?}");
     assert!(rep.changed.iter().all(|c| c.repeat == "refilled"), "{rep:?}");
@@ -155,11 +156,7 @@ fn reveal_refuses_an_order_chosen_by_zeros_in_b() {
 #[test]
 fn static_orders_pass_the_repeats() {
     for rule in [Rule::RowMagnitude(128.0), Rule::ZeroInColumn] {
-        let s = DataDependent {
-            small: order("fma;split=2"),
-            large: order("fma;split=2"),
-            rule,
-        };
+        let s = DataDependent::new("fma;split=2", "fma;split=2", rule);
         let r = explain::reveal(&s, opts(4, 64, 32)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
         assert_eq!(r.repeats.probes, 32, "one launch of 32 columns holds 32 probes");
@@ -178,27 +175,15 @@ fn static_orders_pass_the_repeats() {
 /// every repeat.
 #[test]
 fn f16_lines_refuse_data_dependent_orders_and_pass_static_ones() {
-    let s = DataDependent {
-        small: order("fma"),
-        large: order("fma;split=4"),
-        rule: Rule::RowMagnitude(100.0),
-    };
+    let s = DataDependent::new("fma", "fma;split=4", Rule::RowMagnitude(100.0));
     let rep = refused(&s, opts_f16(4, 64, 32));
     assert!(rep.changed_probes > 0, "{rep:?}");
     assert!(rep.changed.iter().all(|c| c.repeat == "rescaled up"), "{rep:?}");
-    let s = DataDependent {
-        small: order("fma"),
-        large: order("fma;split=2"),
-        rule: Rule::ZeroInColumn,
-    };
+    let s = DataDependent::new("fma", "fma;split=2", Rule::ZeroInColumn);
     let rep = refused(&s, opts_f16(4, 64, 32));
     assert!(rep.changed.iter().all(|c| c.repeat == "refilled"), "{rep:?}");
     for rule in [Rule::RowMagnitude(100.0), Rule::ZeroInColumn] {
-        let s = DataDependent {
-            small: order("fma;split=2"),
-            large: order("fma;split=2"),
-            rule,
-        };
+        let s = DataDependent::new("fma;split=2", "fma;split=2", rule);
         let r = explain::reveal(&s, opts_f16(4, 64, 32)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.scheme, explain::reveal::Scheme::Lines);
         assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
@@ -228,11 +213,7 @@ fn answer(dir: &Path, s: &DataDependent) -> usize {
 #[test]
 fn reveal_solve_exits_1_on_a_data_dependent_runner() {
     let t = TempDir::new("reveal-data-dependent");
-    let s = DataDependent {
-        small: order("fma"),
-        large: order("fma;split=4"),
-        rule: Rule::RowMagnitude(128.0),
-    };
+    let s = DataDependent::new("fma", "fma;split=4", Rule::RowMagnitude(128.0));
     let dir = t.join("probe");
     let ds = dir.display().to_string();
     let g = mxbi(&["reveal", "gen", "--dir", &ds, "--m", "4", "--k", "64", "--n", "32"]);

@@ -85,7 +85,7 @@ pub use repeats::{ChangedAnswer, Repeats};
 
 use keys::{At, Key, NO_WINDOW};
 
-use prober::{f16_diagonal, magnitudes, MxCodes, Prober};
+use prober::{magnitudes, Magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
 
@@ -376,16 +376,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     let mut pr = new_prober(subject, o, mx)?;
     let kl = pr.kl;
     let mut clock = Clock::start();
-    pr.window = match pr.calibrate() {
-        // f16 lines count units of 2^-24 (subnormal): a subject that
-        // flushes them is probed on the diagonal, in normal numbers
-        Err(RevealError::Inconsistent(_)) if o.input == InType::F16 && pr.scheme == Scheme::Lines && mx.is_none() => {
-            let d = f16_diagonal();
-            (pr.lo, pr.hi, pr.other, pr.scheme) = (d.lo, d.hi, d.other, d.scheme);
-            pr.calibrate()?
-        }
-        r => r?,
-    };
+    pr.window = calibrate(&mut pr, &magnitudes(o.input, mx.is_some()))?;
     clock.mark("calibration");
     pr.spent = [0.0; 3];
     let tasks = fprev_rounds(&mut pr)?;
@@ -457,6 +448,23 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     })
 }
 
+/// The window size, calibrated with the first of `layouts` (the prober's
+/// own) whose unit counts come back exact; a layout whose calibration
+/// finds the subject inconsistent gives way to the next, and the last
+/// one's error is the answer (f16: lines, then the diagonal, for a subject
+/// that flushes subnormals).
+fn calibrate(pr: &mut Prober, layouts: &[Magnitudes]) -> Result<usize, RevealError> {
+    let mut tried = pr.calibrate();
+    for v in &layouts[1..] {
+        if !matches!(tried, Err(RevealError::Inconsistent(_))) {
+            break;
+        }
+        (pr.lo, pr.hi, pr.other, pr.scheme) = (v.lo, v.hi, v.other, v.scheme);
+        tried = pr.calibrate();
+    }
+    tried
+}
+
 /// A prober for `o` (MX inputs of `mx`: the leaves are K's blocks), before
 /// calibration (its window is every leaf).
 fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> Result<Prober<'_>, RevealError> {
@@ -468,7 +476,7 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
             })?),
         };
     let kl = if mx.is_some() { o.k / MX_BLOCK } else { o.k };
-    let v = magnitudes(o.input, mx.is_some());
+    let v = magnitudes(o.input, mx.is_some())[0];
     Ok(Prober {
         subject,
         o,

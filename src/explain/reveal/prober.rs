@@ -23,11 +23,15 @@ pub(super) struct Magnitudes {
     pub(super) scheme: Scheme,
 }
 
-/// The probe values for an input type: lines wherever one operand's range
-/// holds `B / u` of at least 2^38 (f16: `2^15` against the least
-/// subnormal, `2^-24`, the other operand all ones), the diagonal layout
-/// where it does not (FP8: `B / u` as the product of both factors).
-pub(super) fn magnitudes(t: InType, mx: bool) -> Magnitudes {
+/// The probe values for an input type, in the order calibration tries
+/// them (the next is used only when a calibration with the one before
+/// fails): lines wherever one operand's range holds `B / u` of at least
+/// 2^38 (f16: `2^15` against the least subnormal, `2^-24`, the other
+/// operand all ones; then f16's diagonal, 2^-6 and 2^14, `B / u` = 2^40
+/// in normal numbers only, for a subject that flushes f16 subnormals),
+/// the diagonal layout where no line fits (FP8: `B / u` as the product of
+/// both factors).
+pub(super) fn magnitudes(t: InType, mx: bool) -> Vec<Magnitudes> {
     let p = |e: i32| 2f32.powi(e);
     let lines = |lo: f32, hi: f32, other: f32| Magnitudes {
         lo,
@@ -37,31 +41,24 @@ pub(super) fn magnitudes(t: InType, mx: bool) -> Magnitudes {
     };
     if mx {
         // the large value lives in the block scale: 2^40 through E8M0
-        return lines(1.0, p(40), 1.0);
+        return vec![lines(1.0, p(40), 1.0)];
     }
     match t {
-        InType::F32 | InType::Bf16 => lines(1.0, p(40), 1.0),
-        InType::F16 => lines(p(-24), p(15), 1.0),
-        InType::E4M3 => diagonal(p(-9), p(8)),
-        InType::E5M2 => diagonal(p(-16), p(15)),
+        InType::F32 | InType::Bf16 => vec![lines(1.0, p(40), 1.0)],
+        InType::F16 => vec![lines(p(-24), p(15), 1.0), diagonal(p(-6), p(14))],
+        InType::E4M3 => vec![diagonal(p(-9), p(8))],
+        InType::E5M2 => vec![diagonal(p(-16), p(15))],
     }
 }
 
 /// Both factors carry the large values: `B / u = (hi / lo)^2`.
-pub(super) fn diagonal(lo: f32, hi: f32) -> Magnitudes {
+fn diagonal(lo: f32, hi: f32) -> Magnitudes {
     Magnitudes {
         lo,
         hi,
         other: lo,
         scheme: Scheme::Diagonal,
     }
-}
-
-/// f16's diagonal values (2^-6 and 2^14: `B / u` = 2^40 with normal
-/// numbers only): the layout for a subject whose f16 lines calibration
-/// fails (one that flushes f16 subnormals to zero).
-pub(super) fn f16_diagonal() -> Magnitudes {
-    diagonal(2f32.powi(-6), 2f32.powi(14))
 }
 
 /// MX codes of +1, -1 and 0 in `f` (probe values are `+-1 * 2^s`, the
