@@ -20,7 +20,8 @@ use mxbi::gemm::{fast, gemm, prepare, BLayout, Matrix, Prepared, Problem};
 use mxbi::order::Order;
 use std::time::Duration;
 
-fn prepared(order: &Order, m: usize, n: usize, k: usize, bf16: bool) -> Prepared {
+/// The prepared operands (borrowed by `Prepared`, so kept for the whole run).
+fn prepared(order: &Order, m: usize, n: usize, k: usize, bf16: bool) -> Prepared<'static> {
     let round = |v: Vec<f32>| -> Vec<f32> {
         if bf16 {
             v.into_iter()
@@ -30,11 +31,11 @@ fn prepared(order: &Order, m: usize, n: usize, k: usize, bf16: bool) -> Prepared
             v
         }
     };
-    let a = round(common::input(m * k));
-    let b = round(common::input(k * n + 1)[1..].to_vec());
+    let a: &'static [f32] = Box::leak(round(common::input(m * k)).into_boxed_slice());
+    let b: &'static [f32] = Box::leak(round(common::input(k * n + 1)[1..].to_vec()).into_boxed_slice());
     let p = Problem {
-        a: Matrix::F32(&a),
-        b: Matrix::F32(&b),
+        a: Matrix::F32(a),
+        b: Matrix::F32(b),
         m,
         n,
         k,

@@ -860,7 +860,10 @@ fn larger_shapes() {
         ("deepgemm-fp8", Scale::Plain, 17, 33, 300),
         ("mma(k=4,f=30,in=f32)", Scale::Plain, 19, 280, 40),
         // more than one row block: B packed once per part for all tiles
+        // (row blocks: 96 rows with AVX2, 384 with AVX-512)
         ("fma", Scale::Plain, 100, 40, 300),
+        ("fma", Scale::Plain, 400, 40, 300),
+        ("fma", Scale::Plain, 785, 64, 260),
         // N a multiple of every ISA's panel width: one chain is written
         // straight into C (rows not a multiple of the register tile, one
         // and several row blocks, one row)

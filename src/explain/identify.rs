@@ -173,7 +173,7 @@ impl Sub {
 /// order. Bit-identical to [`gemm`] (the same fast kernels and evaluator).
 struct Evaluator<'a> {
     p: Problem<'a>,
-    preps: Vec<(PrepKey, Option<Prepared>)>,
+    preps: Vec<(PrepKey, Option<Prepared<'a>>)>,
 }
 
 /// Orders with equal keys prepare the inputs identically.

@@ -5,6 +5,7 @@
 use super::problem::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
 use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
 use crate::order::{Family, InType, MxScale, Order};
+use std::borrow::Cow;
 
 /// Sizes checked before anything is allocated: K at most
 /// [`crate::limits::MAX_K`], the order's tree within
@@ -35,23 +36,24 @@ pub(super) fn check_limits(order: &Order, p: &Problem, rows: Option<&[usize]>) -
 }
 
 /// Inputs normalised for evaluation: A `[M, K]`, B transposed to `[N, K]`
-/// so each output reads two contiguous rows.
-pub struct Prepared {
+/// so each output reads two contiguous rows. f32 operands already in that
+/// layout are borrowed from the problem, not copied.
+pub struct Prepared<'a> {
     pub m: usize,
     pub n: usize,
     pub k: usize,
-    pub kind: Kind,
+    pub kind: Kind<'a>,
 }
 
 /// What a term is.
-pub enum Kind {
+pub enum Kind<'a> {
     /// Element products of f32 values (`scale=dequant` for MX inputs).
-    Values { a: Vec<f32>, bt: Vec<f32> },
+    Values { a: Cow<'a, [f32]>, bt: Cow<'a, [f32]> },
     /// Element products of MX element values with per-block scale exponents
     /// (`scale=fused`, or `scale=block` with mma + promote).
     Scaled {
-        a: Vec<f32>,
-        bt: Vec<f32>,
+        a: Cow<'a, [f32]>,
+        bt: Cow<'a, [f32]>,
         xa: Vec<i32>,
         xb: Vec<i32>,
         fused: bool,
@@ -67,7 +69,7 @@ pub enum Kind {
     },
 }
 
-impl Prepared {
+impl Prepared<'_> {
     /// Number of terms per output (k, or k/32 for block terms).
     pub fn terms(&self) -> usize {
         match self.kind {
@@ -95,7 +97,47 @@ fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
 
 /// Whether `v` is exactly a value of `t` (NaN: whether `t` has NaNs).
 pub fn representable(v: f32, t: InType) -> bool {
-    let Some(f) = t.format() else { return true };
+    NormalRange::of(t).is_none_or(|r| r.holds(v) || representable_by_cast(v, r.format))
+}
+
+/// A quick sufficient test for [`representable`]: a normal f32 whose
+/// exponent is at least the type's smallest normal exponent, whose
+/// magnitude is at most the type's largest finite value (which also
+/// rules out Inf and NaN), and whose fraction bits below the type's are
+/// zero is one of the type's normal values. Anything else goes to the
+/// cast.
+#[derive(Clone, Copy)]
+struct NormalRange {
+    format: Format,
+    /// f32 fraction bits the type lacks (must be zero).
+    dropped: u32,
+    /// Smallest normal exponent field, as an f32 biased exponent.
+    min_field: u32,
+    max: f32,
+}
+
+impl NormalRange {
+    /// None for f32 (every value is one).
+    fn of(t: InType) -> Option<NormalRange> {
+        let f = t.format()?;
+        Some(NormalRange {
+            format: f,
+            dropped: 23 - t.frac_bits(),
+            min_field: (t.emin() + 127).max(1) as u32,
+            max: f.max_value() as f32,
+        })
+    }
+
+    #[inline]
+    fn holds(self, v: f32) -> bool {
+        let b = v.to_bits();
+        let field = (b >> 23) & 0xFF;
+        field >= self.min_field && b & ((1 << self.dropped) - 1) == 0 && v.abs() <= self.max
+    }
+}
+
+/// [`representable`] by encoding into the type's format and decoding back.
+fn representable_by_cast(v: f32, f: Format) -> bool {
     if v.is_nan() {
         return f.has_nan();
     }
@@ -183,16 +225,22 @@ fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), Ge
         Kind::Values { a, bt } | Kind::Scaled { a, bt, .. } => (a, bt),
         Kind::Blocks { .. } => unreachable!(),
     };
+    let Some(normal) = NormalRange::of(input) else {
+        return Ok(()); // f32: every value
+    };
     // a direct-mapped memo of verdicts by exact bits (MX operands hold
     // at most 256 distinct values)
     let mut memo = vec![(0u32, 0u8); 1024];
     let mut ok = |x: f32| -> bool {
+        if normal.holds(x) {
+            return true;
+        }
         let b = x.to_bits();
         let slot = &mut memo[(b.wrapping_mul(0x9E37_79B9) >> 22) as usize];
         if slot.1 != 0 && slot.0 == b {
             return slot.1 == 2;
         }
-        let r = representable(x, input);
+        let r = representable_by_cast(x, normal.format);
         *slot = (b, 1 + r as u8);
         r
     };
@@ -215,7 +263,7 @@ fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), Ge
     Ok(())
 }
 
-pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
+pub fn prepare<'a>(order: &Order, p: &Problem<'a>) -> Result<Prepared<'a>, GemmError> {
     let (m, n, k) = (p.m, p.n, p.k);
     let mx = matches!(p.a, Matrix::Mx { .. }) || matches!(p.b, Matrix::Mx { .. });
     if mx != (matches!(p.a, Matrix::Mx { .. }) && matches!(p.b, Matrix::Mx { .. })) {
@@ -237,11 +285,14 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         (Some((a, b)), _) => {
             check_operands(p)?;
             let bt = if p.b_layout == BLayout::Kn {
-                transpose(b, k, n)
+                Cow::Owned(transpose(b, k, n))
             } else {
-                b.to_vec()
+                Cow::Borrowed(b)
             };
-            Kind::Values { a: a.to_vec(), bt }
+            Kind::Values {
+                a: Cow::Borrowed(a),
+                bt,
+            }
         }
         (None, Some((a, b))) => {
             let (ca, sa, fa, cb, sb, fb) = (a.codes, a.scales, a.format, b.codes, b.scales, b.format);
@@ -284,8 +335,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                             .collect()
                     };
                     Kind::Values {
-                        a: deq(ca, sa, m, ea),
-                        bt: deq(&cbt, &sbt, n, eb),
+                        a: Cow::Owned(deq(ca, sa, m, ea)),
+                        bt: Cow::Owned(deq(&cbt, &sbt, n, eb)),
                     }
                 }
                 (MxScale::Block, Family::Fma | Family::MulAdd) => Kind::Blocks {
@@ -297,8 +348,8 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
                     fb: eb,
                 },
                 (MxScale::Block | MxScale::Fused, Family::Mma(_)) => Kind::Scaled {
-                    a: values(ca, ea),
-                    bt: values(&cbt, eb),
+                    a: Cow::Owned(values(ca, ea)),
+                    bt: Cow::Owned(values(&cbt, eb)),
                     xa: exps(sa, m),
                     xb: exps(&sbt, n),
                     fused: order.scale == MxScale::Fused,
@@ -316,4 +367,51 @@ pub fn prepare(order: &Order, p: &Problem) -> Result<Prepared, GemmError> {
         check_representable(&kind, mm.input, p)?;
     }
     Ok(Prepared { m, n, k, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The quick test never says yes where the cast says no, on a walk over
+    /// every f32 bit pattern plus each type's edges, and it says yes to
+    /// exactly the type's finite normal values among its codes.
+    #[test]
+    fn normal_range_implies_representable() {
+        for t in InType::ALL {
+            let Some(f) = t.format() else {
+                assert!(NormalRange::of(t).is_none(), "{t:?}: f32 needs no test");
+                continue;
+            };
+            let r = NormalRange::of(t).expect("a type with a format has a normal range");
+            let max = f.max_value() as f32;
+            let min_normal = 2f32.powi(t.emin());
+            let edges = [1.0, max, min_normal].into_iter().flat_map(|x: f32| {
+                let b = x.to_bits();
+                [
+                    b - 1,
+                    b,
+                    b + 1,
+                    b + (1 << (23 - t.frac_bits())),
+                    b - (1 << (23 - t.frac_bits())),
+                ]
+            });
+            for bits in (0u32..=u32::MAX)
+                .step_by(997)
+                .chain(edges)
+                .flat_map(|b| [b, b ^ 0x8000_0000])
+            {
+                let v = f32::from_bits(bits);
+                if r.holds(v) {
+                    assert!(representable_by_cast(v, f), "{t:?}: {v:e} ({bits:#010x})");
+                }
+            }
+            // every finite normal value of the type is decided quickly
+            for code in 0..f.code_count() as u16 {
+                let v = f.decode_f32(code);
+                let normal = v.is_finite() && v.abs() >= min_normal;
+                assert_eq!(r.holds(v), normal, "{t:?}: code {code:#x} = {v:e}");
+            }
+        }
+    }
 }

@@ -13,9 +13,11 @@
 //! of MR rows, shared by every tile. B is packed into panels of NR columns
 //! (16x16 in-register transposes with AVX-512 where the k list runs
 //! contiguously): once per part for all tiles when there are several row
-//! blocks, else per tile and K block, right before use. A plan that is one
-//! chain writes its tiles straight into C (N a multiple of NR).
+//! blocks, else per tile and K block, right before use; B panels start on
+//! a cache line. A plan that is one chain writes its tiles straight into C
+//! (N a multiple of NR). Large buffers come from [`super::buffer`].
 
+use super::buffer::{zeroed, Lines};
 use super::isa::Isa;
 use super::plan::{Op, Plan};
 use super::tile::{elementwise, TileBufs};
@@ -29,13 +31,15 @@ struct Geometry {
     nr: usize,
     /// K block.
     kc: usize,
-    /// Rows of a task's tile.
+    /// Rows of a task's tile: each B panel serves mc / mr register tiles
+    /// while it sits in L1 (AVX-512: 384 rows, 32 tiles, so a 2048-row C
+    /// reads packed B 6 times instead of 22; docs/PERFORMANCE.md).
     mc: usize,
 }
 
 fn geometry(isa: Isa, rows: usize) -> Geometry {
     let (mrs, nr, mc): (&[usize], usize, usize) = match isa {
-        Isa::Avx512 => (&[1, 2, 4, 12], 32, 96),
+        Isa::Avx512 => (&[1, 2, 4, 12], 32, 384),
         Isa::Avx2 => (&[1, 2, 6], 16, 96),
         Isa::Portable => (&[4], 8, 64),
     };
@@ -294,7 +298,7 @@ fn pack_b_panel(isa: Isa, bt: &[f32], k: usize, n: usize, ks: &[u32], p: usize, 
 /// panel is written in one sequential run while its mr rows are read.
 fn pack_a(a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize) -> Vec<f32> {
     let len = ks.len();
-    let mut dst = vec![0f32; rows.len().div_ceil(mr) * len * mr];
+    let mut dst = zeroed(rows.len().div_ceil(mr) * len * mr);
     dst.par_chunks_mut(len * mr).enumerate().for_each(|(p, d)| {
         let src: Vec<&[f32]> = rows[p * mr..((p + 1) * mr).min(rows.len())]
             .iter()
@@ -341,12 +345,12 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     // A packed once per part for every tile; B too when there are several
     // row blocks (else each tile packs its own B blocks right before use)
     let mut apacked: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
-    let mut packed: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
+    let mut packed: Vec<Option<Lines>> = (0..plan.ops.len()).map(|_| None).collect();
     for (op, ks) in plan.chains() {
         apacked[op] = Some(pack_a(a, k, rows, ks, g.mr));
         if row_blocks > 1 {
             let len = ks.len();
-            let mut out = vec![0f32; panels * len * g.nr];
+            let mut out = Lines::zeroed(panels * len * g.nr);
             out.par_chunks_mut(len * g.nr)
                 .enumerate()
                 .for_each(|(p, dst)| pack_b_panel(isa, bt, k, n, ks, p, g.nr, dst));
@@ -366,7 +370,7 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     };
     let direct = one_chain && n.is_multiple_of(g.nr);
     let rows_pad = rows.len().next_multiple_of(g.mr);
-    let mut out = vec![0f32; if direct { rows_pad * n } else { 0 }];
+    let mut out = zeroed(if direct { rows_pad * n } else { 0 });
     let shared = Shared(out.as_mut_ptr());
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
@@ -379,7 +383,7 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
                 true => (TileBufs(Vec::new()), n),
                 false => (TileBufs::new(plan.slots, rpad * (p1 - p0) * g.nr), (p1 - p0) * g.nr),
             };
-            let mut bpack = Vec::new();
+            let mut bpack = Lines::zeroed(if row_blocks > 1 { 0 } else { (p1 - p0) * g.kc * g.nr });
             for st in &plan.steps {
                 let Op::Chain { ks, .. } = &plan.ops[st.op] else {
                     elementwise(&plan.ops[st.op], st, &mut bufs.0);
@@ -400,7 +404,6 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
                     let bps: Vec<*const f32> = match &packed[st.op] {
                         Some(bp) => (p0..p1).map(|p| bp[(p * len + kc0) * g.nr..].as_ptr()).collect(),
                         None => {
-                            bpack.resize((p1 - p0) * kcl * g.nr, 0.0);
                             for (x, p) in (p0..p1).enumerate() {
                                 let d = &mut bpack[x * kcl * g.nr..(x + 1) * kcl * g.nr];
                                 pack_b_panel(isa, bt, k, n, kse, p, g.nr, d);
@@ -430,7 +433,7 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
         out.truncate(rows.len() * n);
         return out;
     }
-    let mut out = vec![0f32; rows.len() * n];
+    let mut out = zeroed(rows.len() * n);
     for (&(r0, p0), t) in tiles.iter().zip(done) {
         let r1 = (r0 + g.mc).min(rows.len());
         let c0 = p0 * g.nr;

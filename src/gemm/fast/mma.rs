@@ -21,6 +21,7 @@
 //! the marked outputs' fused sums are then recomputed for their special
 //! value as that section's "Specials" rule says.
 
+use super::buffer::zeroed;
 use super::isa::Isa;
 use super::plan::{Op, Plan, Step};
 use super::tile::{elementwise, TileBufs};
@@ -168,9 +169,9 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
         return None;
     }
     // decompose A rows
-    let mut xa = vec![0i64; rows.len() * (k + 1)];
+    let mut xa: Vec<i64> = zeroed(rows.len() * (k + 1));
     let mut ea = vec![ZERO_E; rows.len() * (k + 1)];
-    let mut sa = vec![0u16; rows.len() * (k + 1)];
+    let mut sa: Vec<u16> = zeroed(rows.len() * (k + 1));
     let mut bad_rows = vec![false; rows.len()];
     let ok_a = xa
         .par_chunks_mut(k + 1)
@@ -195,8 +196,8 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
             true
         });
     // decompose B into panels of 16 columns
-    let mut b = vec![0i32; n.div_ceil(16) * (k + 1) * 32];
-    let mut bs = vec![0u16; n.div_ceil(16) * (k + 1)];
+    let mut b: Vec<i32> = zeroed(n.div_ceil(16) * (k + 1) * 32);
+    let mut bs: Vec<u16> = zeroed(n.div_ceil(16) * (k + 1));
     let mut bad_cols = vec![false; n.div_ceil(16) * 16];
     let ok_b = b
         .par_chunks_mut((k + 1) * 32)
@@ -271,7 +272,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
             std::mem::take(&mut bufs.0[plan.root_slot])
         })
         .collect();
-    let mut out = vec![0f32; rows.len() * n];
+    let mut out: Vec<f32> = zeroed(rows.len() * n);
     for (&(r0, c0), t) in tiles.iter().zip(done) {
         let r1 = (r0 + TILE_ROWS).min(rows.len());
         let c1 = (c0 + tc).min(n);
@@ -474,18 +475,25 @@ mod x86 {
     ) {
         let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(i.k, |v| v as usize)).collect();
         // fixed chunk lengths are unrolled
-        match kidx.len() {
-            8 => narrow_body::<8>(i, d, p, &kidx, t, c, o),
-            16 => narrow_body::<16>(i, d, p, &kidx, t, c, o),
-            32 => narrow_body::<32>(i, d, p, &kidx, t, c, o),
-            _ => narrow_body::<0>(i, d, p, &kidx, t, c, o),
+        // contiguous k lists: constant offsets from their first k
+        let contig = kidx.windows(2).all(|w| w[1] == w[0] + 1);
+        match (kidx.len(), contig) {
+            (8, false) => narrow_body::<8, false>(i, d, p, &kidx, t, c, o),
+            (16, false) => narrow_body::<16, false>(i, d, p, &kidx, t, c, o),
+            (32, false) => narrow_body::<32, false>(i, d, p, &kidx, t, c, o),
+            (8, true) => narrow_body::<8, true>(i, d, p, &kidx, t, c, o),
+            (16, true) => narrow_body::<16, true>(i, d, p, &kidx, t, c, o),
+            (32, true) => narrow_body::<32, true>(i, d, p, &kidx, t, c, o),
+            _ => narrow_body::<0, false>(i, d, p, &kidx, t, c, o),
         }
     }
 
-    /// The i32-lane kernel for chunks of KC terms (0: any).
+    /// The i32-lane kernel for chunks of KC terms (0: any); CONTIG: the k
+    /// list is `k0, k0 + 1, ..` (the addresses are constant offsets, not
+    /// loads of the list).
     #[inline(always)]
     #[allow(clippy::needless_range_loop)] // q indexes kidx and, for fixed KC, es
-    unsafe fn narrow_body<const KC: usize>(
+    unsafe fn narrow_body<const KC: usize, const CONTIG: bool>(
         i: &Inputs,
         d: &Dec,
         p: Params,
@@ -497,6 +505,7 @@ mod x86 {
         let k = i.k;
         let nk = if KC > 0 { KC } else { kidx.len() };
         debug_assert_eq!(nk, kidx.len());
+        let k0 = kidx.first().copied().unwrap_or(0);
         let zero = _mm512_setzero_si512();
         let f = p.f as i32;
         let r0 = _mm512_set1_epi32(p.r0 as i32);
@@ -523,7 +532,7 @@ mod x86 {
                 let mut m = ec;
                 let mut es = [zero; KC];
                 for q in 0..nk {
-                    let kx = *kidx.get_unchecked(q);
+                    let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
                     let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
                     let e = _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)));
                     if KC > 0 {
@@ -535,7 +544,7 @@ mod x86 {
                 let mr = _mm512_add_epi32(m, r0);
                 let mut s = zero;
                 for q in 0..nk {
-                    let kx = *kidx.get_unchecked(q);
+                    let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
                     let e = if KC > 0 {
                         es[q]
                     } else {

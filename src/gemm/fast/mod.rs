@@ -32,6 +32,7 @@
 //! [`compute_isa`] returns the kernels' own values and the handed-off set, so
 //! tests check the hand-off and compare only what the kernels computed.
 
+mod buffer;
 mod fma;
 mod isa;
 mod mma;
