@@ -286,6 +286,24 @@ fn reveal_packs_probes_into_launches() {
     assert!(r.probes >= 511);
 }
 
+/// A square launch answers a pair at every element (grid launches): a
+/// chain or a contiguous split at M = N = 64, K = 4096 takes 33 grid
+/// launches where FPRev's first level on lines took 64 (69 launches in
+/// all), and an interleaved tree, whose lanes the windows do not join,
+/// stops the grid after its two scouting windows.
+#[test]
+fn a_square_launch_probes_pairs_in_both_dimensions() {
+    for spec in ["fma", "fma;split=64", "fma;split=8;reduce=pairwise"] {
+        let r = reveals_exactly(spec, opts(64, 4096, 64, InType::F32));
+        assert_eq!((r.grid_launches, r.launches), (33, 38), "{spec}: {r}");
+    }
+    let r = reveals_exactly("fma;ktile=8;split=8/interleave", opts(64, 4096, 64, InType::F32));
+    assert_eq!(r.grid_launches, 2, "{r}");
+    // lines answer as many a launch where one side is long: no grid
+    let r = reveals_exactly("fma", opts(64, 512, 512, InType::F32));
+    assert_eq!(r.grid_launches, 0, "{r}");
+}
+
 /// A subject whose right half of columns is reduced differently: the
 /// probes sharing a launch do not share a tree, and reveal says so.
 struct TwoTrees(Order, Order);

@@ -123,6 +123,42 @@ fn reveal_recovers_the_tree_of_a_family_order() {
     });
 }
 
+/// Reveal recovers the tree of random orders of its f32 family on a square
+/// launch, where grid launches (a pair at every element) come first and
+/// FPRev's recursion asks only what their nodes leave open.
+#[test]
+fn reveal_on_a_square_launch_recovers_the_tree() {
+    let s = (40usize..400, any::<prop::sample::Index>(), any::<u64>());
+    props::check(cases_expensive(24), s, |(k, pick, seed)| {
+        let want = family_order(InType::F32, k, pick);
+        let o = options(16, k, 16, InType::F32, seed);
+        let r = reveal(&Model::new(want), o).map_err(|e| TestCaseError::fail(format!("{want} K={k}: {e}")))?;
+        // counts in windows (an output that rounds them): lines only
+        let grid = r.window == k;
+        prop_assert!(
+            (r.grid_launches >= 2) == grid,
+            "{} K={}: {} grid launches, window {}",
+            want,
+            k,
+            r.grid_launches,
+            r.window
+        );
+        reveal_recovers(&want, o)
+    });
+}
+
+/// Any order of the grammar's f32 families on a square launch (grid
+/// launches first): the shape is recovered and the named order has its
+/// bytes.
+#[test]
+fn reveal_on_a_square_launch_recovers_an_equivalent_of_any_f32_order() {
+    props::check(
+        cases_expensive(24),
+        (f32_order(), 40usize..400, any::<u64>()),
+        |(want, k, seed)| reveal_recovers_an_equivalent(&want, options(16, k, 16, InType::F32, seed), seed),
+    );
+}
+
 /// Reveal recovers the shape of any order of the grammar's f32 families,
 /// and names an order with its bytes.
 #[test]
@@ -144,6 +180,21 @@ fn reveal_recovers_the_tree_of_an_mma_order() {
         |((want, t), chunks, seed)| {
             let k = chunks * want.mma().unwrap().k as usize * 2;
             reveal_recovers(&want, options(16, k, 32, t, seed))
+        },
+    );
+}
+
+/// Tensor-core orders on a square launch (bf16 inputs take grid launches;
+/// their fused nodes are never realized by one pair, so the recursion
+/// resolves them).
+#[test]
+fn reveal_on_a_square_launch_recovers_an_mma_order() {
+    props::check(
+        cases_expensive(24),
+        (mma_order(), 2usize..12, any::<u64>()),
+        |((want, t), chunks, seed)| {
+            let k = chunks * want.mma().unwrap().k as usize * 2;
+            reveal_recovers(&want, options(24, k, 24, t, seed))
         },
     );
 }

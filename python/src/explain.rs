@@ -37,6 +37,12 @@ impl PyRevealed {
     fn launches(&self) -> usize {
         self.r.launches
     }
+    /// Of the launches, those that answered a pair at every element (square
+    /// launches; docs/EXPLAIN.md "Pairs in both dimensions").
+    #[getter]
+    fn grid_launches(&self) -> usize {
+        self.r.grid_launches
+    }
     #[getter]
     fn probes(&self) -> usize {
         self.r.probes

@@ -67,6 +67,7 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool, tree: bool) -
                 "order": r.order.map(|o| o.to_string()),
                 "equivalent": r.equivalent.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
                 "launches": r.launches,
+                "grid_launches": r.grid_launches,
                 "probes": r.probes,
                 "scheme": r.scheme,
                 "window": r.window,

@@ -212,6 +212,13 @@ impl fmt::Display for Revealed {
             self.distinct_probes,
             self.window
         )?;
+        if self.grid_launches > 0 {
+            writeln!(
+                f,
+                "{} of the launches were grid launches (a pair at every element: +B on a row, -B on a column)",
+                self.grid_launches
+            )?;
+        }
         if self.disagreement_count == 0 {
             writeln!(
                 f,

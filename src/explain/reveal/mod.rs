@@ -22,6 +22,12 @@
 //! elements are probes ("diagonal"). MX inputs carry the large values in
 //! the block scales instead (one unit per block, [`reveal_mx`]).
 //!
+//! Grid launches (`grid.rs`): on a square launch, row i of A carries `+B`
+//! at p_i and column j of B `-B` at q_j, so C[i, j] answers (p_i, q_j) and a
+//! launch answers every pair of P x Q; pairs of neighbours realize the
+//! nodes of chains and contiguous parts before FPRev's recursion runs
+//! (docs/EXPLAIN.md, "Pairs in both dimensions").
+//!
 //! An output format that rounds the counts (bf16, f16 outputs) is detected
 //! by a calibration launch (its sizes laid out along the longer of rows and
 //! columns, so a GEMV is calibrated too); then each probe counts the units
@@ -37,7 +43,9 @@
 //! FPRev's recursion: for a set of leaves S (all of K first), probe its
 //! first leaf f against the rest; equal `L` means the same ancestor of f;
 //! each group of equal `L` is recursed into. All sets of one recursion level
-//! are probed together, packed into as few launches as fit `M x N`.
+//! are probed together, packed into as few launches as fit `M x N`. Nodes
+//! the grid launches realized are known: no probe inside one, one probe
+//! per node elsewhere.
 //!
 //! # Checks and the order
 //! Every answer (each probe's line answers it once per row or column, and
@@ -70,6 +78,7 @@ use crate::subject::Subject;
 use std::collections::HashMap;
 
 mod error;
+mod grid;
 mod keys;
 mod options;
 mod prober;
@@ -85,6 +94,7 @@ pub use repeats::{ChangedAnswer, Repeats};
 
 use keys::{At, Key, NO_WINDOW};
 
+use grid::Forest;
 use prober::{magnitudes, Magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
@@ -118,6 +128,9 @@ pub struct Revealed {
     /// GEMM launches of the subject (calibration, probes, repeats,
     /// verification).
     pub launches: usize,
+    /// Of those, grid launches (pairs in both dimensions; 0 where lines
+    /// take as few launches, or the first grid launch realized too little).
+    pub grid_launches: usize,
     /// Probe answers received (every position of every probe launch).
     pub probes: usize,
     /// Distinct probes requested (each answer is tallied against its
@@ -379,7 +392,8 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     pr.window = calibrate(&mut pr, &magnitudes(o.input, mx.is_some()))?;
     clock.mark("calibration");
     pr.spent = [0.0; 3];
-    let tasks = fprev_rounds(&mut pr)?;
+    let (mut forest, grid_launches) = grid_round(&mut pr)?;
+    let tasks = fprev_rounds(&mut pr, forest.as_mut())?;
     let shape = recovered_shape(&tasks, kl)?;
     // every answer (tallied per probe) against the recovered tree
     // others against the recovered tree
@@ -432,6 +446,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         scheme: pr.scheme,
         window: pr.window,
         launches: pr.launches,
+        grid_launches,
         probes,
         distinct_probes,
         shape,
@@ -495,10 +510,44 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
     })
 }
 
+/// The grid round (`grid.rs`) where the probe values fit it and it takes
+/// fewer launches than lines: the first two windows, then the others only
+/// if the second one's answers realized nodes (at most a quarter of its
+/// leaves left in separate components: a chain's prefix reaches into it,
+/// an interleaved tree's lanes do not); the forest of every tallied
+/// answer, and the grid launches run.
+fn grid_round(pr: &mut Prober) -> Result<(Option<Forest>, usize), RevealError> {
+    let windows = match grid::plan(pr.kl, pr.o.m, pr.o.n) {
+        Some(w) if pr.grid_fits() => w,
+        _ => return Ok((None, 0)),
+    };
+    let before = pr.launches;
+    let scout = windows.len().min(2);
+    pr.measure_grid(&windows[..scout])?;
+    let last = &windows[scout - 1];
+    let leaves = last.rows.iter().chain(&last.cols).copied();
+    if Forest::of(&pr.tallies, pr.kl).components(leaves) * 4 > last.rows.len() + last.cols.len() {
+        return Ok((None, pr.launches - before));
+    }
+    pr.measure_grid(&windows[scout..])?;
+    Ok((Some(Forest::of(&pr.tallies, pr.kl)), pr.launches - before))
+}
+
+/// Where a leaf's `L` with its task's first leaf comes from.
+enum Source {
+    Known(u32),
+    /// The index of the pair asked.
+    Asked(usize),
+}
+
 /// FPRev's recursion, one level per round: each task's leaves are grouped
 /// by the L their pair with the task's first leaf measures; every group of
-/// two or more becomes a task of the next round.
-fn fprev_rounds(pr: &mut Prober) -> Result<Vec<Task>, RevealError> {
+/// two or more becomes a task of the next round. With a grid forest, `L`
+/// inside the first leaf's component is the forest's, and a component
+/// elsewhere is asked once, through its representative (every leaf of a
+/// node that does not hold f has the same ancestor with f), or not at all
+/// when an answer for that pair is already tallied.
+fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<Task>, RevealError> {
     let kl = pr.kl;
     let mut tasks = vec![Task {
         set: (0..kl as u32).collect(),
@@ -506,15 +555,53 @@ fn fprev_rounds(pr: &mut Prober) -> Result<Vec<Task>, RevealError> {
     }];
     let mut frontier = vec![0usize];
     let windowed = pr.window < kl;
+    let mut row = vec![0u32; if forest.is_some() { kl } else { 0 }];
     while !frontier.is_empty() {
-        let pairs: Vec<(u32, u32)> = frontier
+        let mut asks: Vec<(u32, u32)> = Vec::new();
+        let mut sources: Vec<Source> = Vec::new();
+        for &t in &frontier {
+            let s = &tasks[t].set;
+            let f = s[0];
+            let Some(fo) = forest.as_deref_mut() else {
+                for &x in &s[1..] {
+                    sources.push(Source::Asked(asks.len()));
+                    asks.push((f, x));
+                }
+                continue;
+            };
+            let mut touched = Vec::new();
+            fo.row(f, &mut row, &mut touched);
+            let mut by_rep: HashMap<u32, usize> = HashMap::new();
+            for &x in &s[1..] {
+                if row[x as usize] != 0 {
+                    sources.push(Source::Known(row[x as usize]));
+                    continue;
+                }
+                let r = fo.find(x);
+                let t = &pr.tallies;
+                match t.value(&(f, r, NO_WINDOW)).or_else(|| t.value(&(r, f, NO_WINDOW))) {
+                    Some(v) => sources.push(Source::Known(v)),
+                    None => {
+                        let i = *by_rep.entry(r).or_insert_with(|| {
+                            asks.push((f, r));
+                            asks.len() - 1
+                        });
+                        sources.push(Source::Asked(i));
+                    }
+                }
+            }
+            for x in touched {
+                row[x as usize] = 0;
+            }
+        }
+        let asked = pr.measure(&asks)?;
+        let ls: Vec<u32> = sources
             .iter()
-            .flat_map(|&t| {
-                let s = &tasks[t].set;
-                s[1..].iter().map(move |&x| (s[0], x))
+            .map(|s| match s {
+                Source::Known(v) => *v,
+                Source::Asked(i) => asked[*i],
             })
             .collect();
-        let ls = pr.measure(&pairs)?;
         let mut next = Vec::new();
         let mut at = 0;
         for &t in &frontier {

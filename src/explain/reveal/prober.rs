@@ -2,6 +2,7 @@
 //! answers into the tallies (see the module doc of `reveal`).
 
 use super::error::RevealError;
+use super::grid::Window;
 use super::keys::{at, Key, NO_WINDOW};
 use super::options::{RevealOptions, Scheme, MAX_PROBES};
 use super::tally::{Local, Scopes, Tallies};
@@ -522,6 +523,54 @@ impl Prober<'_> {
         );
         self.scopes = scopes;
         done
+    }
+
+    /// Whether grid launches fit these probe values: units of 1 in both
+    /// operands, so `+B` on a row and `-B` on a column meet units only
+    /// (f32 and bf16 lines, MX through the scales), and counts that are
+    /// exact (no windows).
+    pub(super) fn grid_fits(&self) -> bool {
+        self.scheme == Scheme::Lines && self.lo == 1.0 && self.other == 1.0 && self.window == self.kl
+    }
+
+    /// Grid launches (`grid.rs`): row i of A is units with `+B` at
+    /// `rows[i % len]`, column j of B units with `-B` at `cols[j % len]`,
+    /// so C[i, j] answers the pair (p_i, q_j); every answer is tallied.
+    pub(super) fn measure_grid(&mut self, windows: &[Window]) -> Result<(), RevealError> {
+        let (m, kl, n, hi) = (self.o.m, self.kl, self.o.n, self.hi);
+        let ct = self.counter();
+        let name = self.subject.name();
+        let act = kl as u32 - 2;
+        self.launch_all(
+            windows.len(),
+            |li, a, b| {
+                let w = &windows[li];
+                refill(a, m * kl, 1.0);
+                for i in 0..m {
+                    a[i * kl + w.rows[i % w.rows.len()] as usize] = hi;
+                }
+                refill(b, kl * n, 1.0);
+                for j in 0..n {
+                    b[w.cols[j % w.cols.len()] as usize * n + j] = -hi;
+                }
+            },
+            |t, id, li, out| {
+                let w = &windows[li];
+                for i in 0..m {
+                    let p = w.rows[i % w.rows.len()];
+                    for j in 0..n {
+                        let q = w.cols[j % w.cols.len()];
+                        let v = out[i * n + j];
+                        let got = ct
+                            .count(v)
+                            .filter(|&x| x <= act)
+                            .ok_or_else(|| ct.not_a_count(&name, v, p, q, i, j))?;
+                        t.add((p, q, NO_WINDOW), act - got + 2, 1, at(id, i, j));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Both factors carry the large values (the narrow types' range), so
