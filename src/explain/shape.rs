@@ -150,15 +150,62 @@ impl Shape {
     /// common ancestor of leaves p and q (what a probe measures).
     pub fn lca_sizes(&self) -> LcaSizes {
         let (leaf_parent, node_parent, sizes) = self.parents();
-        let mut depth = vec![0usize; self.nodes.len()];
-        for i in (0..self.nodes.len()).rev() {
-            depth[i] = node_parent[i].map_or(0, |p| depth[p] + 1);
+        let n = self.nodes.len();
+        // the Euler tour of each tree (a node, then again after each child
+        // node), its first position per node, and each node's depth
+        let (mut tour, mut first, mut depth, mut tree) = (Vec::new(), vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+        for r in (0..n).filter(|&i| node_parent[i].is_none()) {
+            let mut stack: Vec<(usize, usize)> = vec![(r, 0)];
+            first[r] = tour.len() as u32;
+            tree[r] = r as u32;
+            tour.push(r as u32);
+            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+                let child = self.nodes[v][*next..].iter().position(|c| matches!(c, Child::Node(_)));
+                match child {
+                    Some(off) => {
+                        let Child::Node(c) = self.nodes[v][*next + off] else {
+                            unreachable!("position found a node")
+                        };
+                        *next += off + 1;
+                        first[c] = tour.len() as u32;
+                        depth[c] = depth[v] + 1;
+                        tree[c] = r as u32;
+                        tour.push(c as u32);
+                        stack.push((c, 0));
+                    }
+                    None => {
+                        stack.pop();
+                        if let Some(&(u, _)) = stack.last() {
+                            tour.push(u as u32);
+                        }
+                    }
+                }
+            }
+        }
+        // sparse table: level j holds the shallowest node of tour[i..i + 2^j]
+        let mut levels = vec![tour];
+        while 1usize << levels.len() <= levels[0].len() {
+            let (prev, half) = (levels.last().expect("level 0"), 1usize << (levels.len() - 1));
+            let next = (0..prev.len() - half)
+                .map(|i| {
+                    let (x, y) = (prev[i], prev[i + half]);
+                    if depth[y as usize] < depth[x as usize] {
+                        y
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            levels.push(next);
         }
         LcaSizes {
             leaf_parent,
             node_parent,
             sizes,
+            tree,
+            first,
             depth,
+            levels,
         }
     }
 
@@ -521,27 +568,41 @@ impl Shape {
     }
 }
 
-/// See [`Shape::lca_sizes`].
+/// See [`Shape::lca_sizes`]: each query is one range-minimum lookup over
+/// the Euler tour (O(1)), so checking every answer of a grid launch costs
+/// no walk up a chain.
 pub struct LcaSizes {
     leaf_parent: Vec<Option<usize>>,
     node_parent: Vec<Option<usize>>,
     sizes: Vec<u32>,
-    depth: Vec<usize>,
+    /// Per node: the root of its tree (a shape may be a forest while it is
+    /// built), its first position in the tour, its depth.
+    tree: Vec<u32>,
+    first: Vec<u32>,
+    depth: Vec<u32>,
+    /// The Euler tour (level 0) and its sparse table.
+    levels: Vec<Vec<u32>>,
 }
 
 impl LcaSizes {
-    /// `L(p, q)`, or None when a leaf is not in the tree.
+    /// `L(p, q)`, or None when a leaf is not in the tree (or the two are
+    /// in different trees of a forest).
     pub fn get(&self, p: u32, q: u32) -> Option<u32> {
-        let mut a = (*self.leaf_parent.get(p as usize)?)?;
-        let mut b = (*self.leaf_parent.get(q as usize)?)?;
-        while a != b {
-            if self.depth[a] >= self.depth[b] {
-                a = self.node_parent[a]?;
-            } else {
-                b = self.node_parent[b]?;
-            }
+        let a = (*self.leaf_parent.get(p as usize)?)?;
+        let b = (*self.leaf_parent.get(q as usize)?)?;
+        if self.tree[a] != self.tree[b] {
+            return None;
         }
-        Some(self.sizes[a])
+        let (fa, fb) = (self.first[a] as usize, self.first[b] as usize);
+        let (i, j) = (fa.min(fb), fa.max(fb));
+        let lvl = (usize::BITS - 1 - (j - i + 1).leading_zeros()) as usize;
+        let (x, y) = (self.levels[lvl][i], self.levels[lvl][j + 1 - (1 << lvl)]);
+        let top = if self.depth[y as usize] < self.depth[x as usize] {
+            y
+        } else {
+            x
+        };
+        Some(self.sizes[top as usize])
     }
 }
 
@@ -568,7 +629,13 @@ mod tests {
 
     #[test]
     fn lca_rows_agree_with_lca_sizes_and_restriction_keeps_structure() {
-        for spec in ["fma", "fma;split=4;reduce=pairwise", "hopper-bf16", "fma;lanes=8"] {
+        for spec in [
+            "fma",
+            "fma;split=4;reduce=pairwise",
+            "hopper-bf16",
+            "fma;lanes=8",
+            "fma;ktile=4;split=4/interleave;reduce=butterfly",
+        ] {
             let s = shape(spec, 64);
             let l = s.lca_sizes();
             for p in [0u32, 5, 17, 63] {

@@ -185,7 +185,11 @@ fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<
         let p = keys[i].0;
         let j = i + keys[i..].iter().take_while(|k| k.0 == p).count();
         let group = &keys[i..j];
-        let row = (group.len() >= 64 || group.iter().any(|k| k.2 != NO_WINDOW))
+        // a windowed probe asks L(p, x) for every leaf of its window: one
+        // walk up from p; otherwise each L is one lookup
+        let row = group
+            .iter()
+            .any(|k| k.2 != NO_WINDOW)
             .then(|| shape.lca_row(&lca, p))
             .flatten();
         let l = |q: u32| -> Option<u32> {

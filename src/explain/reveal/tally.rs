@@ -2,7 +2,7 @@
 //! scopes windowed probes count units in (see the module doc of `reveal`).
 
 use super::keys::{At, Key, NO_WINDOW};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Answers that differ from their probe's first answer are tallied per
 /// distinct (probe, value) up to this many; beyond, they are only counted
