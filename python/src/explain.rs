@@ -37,6 +37,12 @@ impl PyRevealed {
     fn launches(&self) -> usize {
         self.r.launches
     }
+    /// Wall seconds per phase of the reveal, in order (`mxbi reveal
+    /// --timings`; not part of the result's bytes).
+    #[getter]
+    fn timings(&self) -> Vec<(String, f64)> {
+        self.r.timings.iter().map(|(w, s)| (w.to_string(), *s)).collect()
+    }
     /// Of the launches, those that answered a pair at every element (square
     /// launches; docs/EXPLAIN.md "Pairs in both dimensions").
     #[getter]
