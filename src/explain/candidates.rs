@@ -36,7 +36,7 @@ pub struct Candidate {
 }
 
 /// What the inputs of a problem are, for choosing applicable orders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Inputs {
     /// Plain values, and which narrower types hold every one of them exactly.
     Values {
@@ -174,9 +174,38 @@ fn layouts_with(k: usize, mma_k: Option<u32>, tiles: &[u32]) -> Vec<String> {
     v
 }
 
+/// Families built in this process, by inputs and K (at most
+/// [`FAMILY_CACHE`] kept; a full cache is emptied): building one compiles
+/// and digests every order's tree for K (about 1,400 trees at K = 4096,
+/// most of a reveal's CPU time after its launches), and a process that
+/// explains many launches asks for the same few again.
+static FAMILIES: std::sync::OnceLock<std::sync::Mutex<Families>> = std::sync::OnceLock::new();
+
+/// The built families, by inputs and K.
+type Families = std::collections::HashMap<(Inputs, usize), Vec<Candidate>>;
+
+/// Most families kept in [`FAMILIES`].
+const FAMILY_CACHE: usize = 16;
+
 /// The built-in family for inputs `inputs` and `k` terms (see the module
-/// doc), each order's tree distinct for K.
+/// doc), each order's tree distinct for K. The same list on every call
+/// (built once per process and kept, see [`FAMILIES`]).
 pub fn family(inputs: Inputs, k: usize) -> Vec<Candidate> {
+    let cache = FAMILIES.get_or_init(Default::default);
+    if let Some(f) = cache.lock().ok().and_then(|c| c.get(&(inputs, k)).cloned()) {
+        return f;
+    }
+    let f = build_family(inputs, k);
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= FAMILY_CACHE {
+            c.clear();
+        }
+        c.insert((inputs, k), f.clone());
+    }
+    f
+}
+
+fn build_family(inputs: Inputs, k: usize) -> Vec<Candidate> {
     let mut specs: Vec<String> = Vec::new();
     let outs = ["", ";out=bf16", ";out=f16"];
     let mx = inputs == Inputs::Mx;
@@ -291,6 +320,18 @@ pub fn order_key(o: &Order, k: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache hands back the list a fresh build gives.
+    #[test]
+    fn a_cached_family_is_the_built_one() {
+        for (inputs, k) in [(Inputs::of_type(InType::F32), 300), (Inputs::Mx, 256)] {
+            let built: Vec<Order> = build_family(inputs, k).iter().map(|c| c.order).collect();
+            for _ in 0..2 {
+                let got: Vec<Order> = family(inputs, k).iter().map(|c| c.order).collect();
+                assert_eq!(got, built);
+            }
+        }
+    }
 
     #[test]
     fn families_are_large_distinct_and_valid() {

@@ -667,9 +667,52 @@ fn recovered_shape(tasks: &[Task], kl: usize) -> Result<Shape, RevealError> {
     })
 }
 
+/// Digests of the canonical shapes of a family's shape keys, by (K, MX):
+/// a recovered shape is first looked up by its digest, and only the keys
+/// with its digest are compiled again and compared in full; the distances
+/// to every key (the nearest order, when none has the shape) are computed
+/// only on a miss. At most [`SHAPE_DIGESTS`] entries are kept.
+static DIGESTS: std::sync::OnceLock<std::sync::Mutex<Digests>> = std::sync::OnceLock::new();
+
+/// Per (K, MX): each shape key and its canonical shape's digest.
+type Digests = HashMap<(usize, bool), Vec<(Order, u64)>>;
+
+/// Most (K, MX) entries kept in [`DIGESTS`] (a full map is emptied).
+const SHAPE_DIGESTS: usize = 16;
+
+fn digest(canon: &[[u32; 4]]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    canon.hash(&mut h);
+    h.finish()
+}
+
+/// The digests of `uniq`'s canonical shapes for K (cached, see [`DIGESTS`]).
+fn key_digests(uniq: &[Order], k: usize, mx: bool) -> Vec<u64> {
+    use rayon::prelude::*;
+    let cache = DIGESTS.get_or_init(Default::default);
+    if let Some(d) = cache.lock().ok().and_then(|c| c.get(&(k, mx)).cloned()) {
+        let by: HashMap<Order, u64> = d.into_iter().collect();
+        if let Some(v) = uniq.iter().map(|o| by.get(o).copied()).collect::<Option<Vec<u64>>>() {
+            return v;
+        }
+    }
+    let v: Vec<u64> = uniq
+        .par_iter()
+        .map(|o| digest(&order_shape(o, k, mx).canonical()))
+        .collect();
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= SHAPE_DIGESTS {
+            c.clear();
+        }
+        c.insert((k, mx), uniq.iter().copied().zip(v.iter().copied()).collect());
+    }
+    v
+}
+
 /// The candidates of `family` whose tree has `shape` (one tree per shape
-/// key, compiled in parallel), and when none has, the first (simplest) of
-/// the nearest keys.
+/// key: looked up by digest, confirmed in full), and when none has, the
+/// first (simplest) of the nearest keys (every key compiled, in parallel).
 fn match_shapes(
     family: &[candidates::Candidate],
     shape: &Shape,
@@ -687,21 +730,30 @@ fn match_shapes(
             uniq.len() - 1
         });
     }
-    let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
+    let want = digest(&canon);
+    let digests = key_digests(&uniq, k, mx);
+    let mut hit: Vec<bool> = uniq
         .par_iter()
-        .map(|ord| Shape::distance(&canon, &order_shape(ord, k, mx).canonical()))
+        .zip(&digests)
+        .map(|(ord, &d)| d == want && order_shape(ord, k, mx).canonical() == canon)
         .collect();
-    let hit: Vec<bool> = dist.iter().map(|d| d.0 == 0).collect();
     if !hit.contains(&true) {
-        closest = dist
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, d)| d.0)
-            .map(|(i, d)| crate::explain::ShapeMiss {
-                order: uniq[i],
-                edges_differ: d.0,
-                first: d.1,
-            });
+        let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
+            .par_iter()
+            .map(|ord| Shape::distance(&canon, &order_shape(ord, k, mx).canonical()))
+            .collect();
+        hit = dist.iter().map(|d| d.0 == 0).collect();
+        if !hit.contains(&true) {
+            closest = dist
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, d)| d.0)
+                .map(|(i, d)| crate::explain::ShapeMiss {
+                    order: uniq[i],
+                    edges_differ: d.0,
+                    first: d.1,
+                });
+        }
     }
     let matches = family
         .iter()
