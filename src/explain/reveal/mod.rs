@@ -710,6 +710,47 @@ fn key_digests(uniq: &[Order], k: usize, mx: bool) -> Vec<u64> {
     v
 }
 
+/// The canonical shapes of a family's shape keys for K, kept for the last
+/// [`KEPT_SHAPES`] (K, MX) of at most [`KEPT_SHAPES_K`] terms (a K = 4096
+/// family's keys take about 20 MB): a shape no order has is compared with
+/// every key, and a process that explains many launches meets the same
+/// unnamed trees again.
+static SHAPES: std::sync::OnceLock<std::sync::Mutex<KeptShapes>> = std::sync::OnceLock::new();
+
+/// Per (K, MX): the shape keys and their canonical shapes.
+type KeptShapes = Vec<((usize, bool), Vec<Order>, std::sync::Arc<Vec<Vec<[u32; 4]>>>)>;
+
+const KEPT_SHAPES: usize = 2;
+const KEPT_SHAPES_K: usize = 8192;
+
+/// The canonical shapes of `uniq` for K (kept, see [`SHAPES`]).
+fn key_shapes(uniq: &[Order], k: usize, mx: bool) -> std::sync::Arc<Vec<Vec<[u32; 4]>>> {
+    use rayon::prelude::*;
+    let cache = SHAPES.get_or_init(Default::default);
+    if let Some(hit) = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|e| e.0 == (k, mx) && e.1 == uniq).map(|e| e.2.clone()))
+    {
+        return hit;
+    }
+    let v = std::sync::Arc::new(
+        uniq.par_iter()
+            .map(|o| order_shape(o, k, mx).canonical())
+            .collect::<Vec<_>>(),
+    );
+    if k <= KEPT_SHAPES_K {
+        if let Ok(mut c) = cache.lock() {
+            c.retain(|e| e.0 != (k, mx));
+            if c.len() >= KEPT_SHAPES {
+                c.remove(0);
+            }
+            c.push(((k, mx), uniq.to_vec(), v.clone()));
+        }
+    }
+    v
+}
+
 /// The candidates of `family` whose tree has `shape` (one tree per shape
 /// key: looked up by digest, confirmed in full), and when none has, the
 /// first (simplest) of the nearest keys (every key compiled, in parallel).
@@ -738,10 +779,8 @@ fn match_shapes(
         .map(|(ord, &d)| d == want && order_shape(ord, k, mx).canonical() == canon)
         .collect();
     if !hit.contains(&true) {
-        let dist: Vec<(usize, Option<[u32; 4]>)> = uniq
-            .par_iter()
-            .map(|ord| Shape::distance(&canon, &order_shape(ord, k, mx).canonical()))
-            .collect();
+        let shapes = key_shapes(&uniq, k, mx);
+        let dist: Vec<(usize, Option<[u32; 4]>)> = shapes.par_iter().map(|c| Shape::distance(&canon, c)).collect();
         hit = dist.iter().map(|d| d.0 == 0).collect();
         if !hit.contains(&true) {
             closest = dist
