@@ -252,6 +252,22 @@ fn reveal_mx_through_the_scales() {
         }
         assert_eq!(got.compile(64), want.compile(64), "{spec}: recovered {got}\n{r}");
     }
+    // a square launch probes the blocks in both dimensions too (grid
+    // launches through the scales: +B in a row's block scale, -B in a
+    // column's)
+    for spec in [
+        "fma;scale=block",
+        "fma;split=4;scale=block",
+        "fma;ktile=4;split=2/interleave;scale=block",
+    ] {
+        let want = order(spec);
+        let r = explain::reveal_mx(&Model::new(want), mx_opts(16, 32 * 200, 16), MxFormat::Fp8E4M3)
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(r.disagreement_count, 0, "{spec}: {r}");
+        assert!(r.grid_launches >= 2, "{spec}: {r}");
+        assert!(r.shape == explain::Shape::of_tree(&want.compile(200)), "{spec}: {r}");
+        assert_eq!(r.order.map(|o| o.compile(200)), Some(want.compile(200)), "{spec}: {r}");
+    }
     // orders that sum elements: the tree seen at one element per block,
     // the rest decided by the bytes on random MX inputs
     for spec in [
