@@ -34,14 +34,15 @@ pub(super) struct Window {
 /// min(M, N, [`GRID_SIDE`])), even offsets on rows and odd on columns, the
 /// next window starting at the last leaf of this one.
 pub(super) fn plan(kl: usize, m: usize, n: usize) -> Option<Vec<Window>> {
+    // a row and a column of pairs at least (h = 1 would be lines again)
     let h = m.min(n).min(GRID_SIDE);
-    if h < 2 || kl < 3 {
+    if h < 2 {
         return None;
     }
     let step = 2 * h - 1;
-    let grid = (kl - 1).div_ceil(step);
-    let lines = (kl - 1).div_ceil(m.max(n));
-    if grid >= lines {
+    let pairs = kl.saturating_sub(1);
+    let grid = pairs.div_ceil(step);
+    if grid >= pairs.div_ceil(m.max(n)) {
         return None;
     }
     let windows = (0..grid)
@@ -189,7 +190,24 @@ mod tests {
             }
         }
         assert!(covered.iter().all(|&c| c), "every (x, x + 1) is a pair of some window");
-        // lines answer max(M, N) probes: the grid only where it is fewer launches
+        // every window has rows and columns, the last ends at the last leaf,
+        // and no more windows than the leaves need
+        for (kl, h) in [(255, 64), (256, 64), (4096, 64), (1000, 2), (400, 128)] {
+            let w = plan(kl, h, h).unwrap_or_else(|| panic!("kl {kl}, h {h}"));
+            assert_eq!(w.len(), (kl - 1).div_ceil(2 * h - 1), "kl {kl}, h {h}");
+            assert!(
+                w.iter().all(|x| !x.rows.is_empty() && !x.cols.is_empty()),
+                "kl {kl}, h {h}"
+            );
+            let last = w.last().unwrap();
+            assert_eq!(last.rows.iter().chain(&last.cols).max(), Some(&(kl as u32 - 1)));
+        }
+        // lines answer max(M, N) probes: the grid only where it is fewer
+        // launches (at K = 64 and 65 both take one)
+        assert_eq!(plan(64, 64, 64), None);
+        assert_eq!(plan(65, 64, 64), None);
+        assert_eq!(plan(4096, 1, 1), None);
+        assert_eq!(plan(2, 8, 8), None);
         assert_eq!(plan(4096, 1, 64), None);
         assert_eq!(plan(4096, 64, 4096), None);
         assert_eq!(plan(4096, 4096, 4096), None);
