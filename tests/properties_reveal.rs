@@ -170,18 +170,24 @@ fn reveal_recovers_an_equivalent_of_any_f32_order() {
     );
 }
 
+/// The tensor-core property at launch shape `m` x `n`: K is `chunks` (a range)
+/// steps of the order's tensor-core K, times 2.
+fn mma_orders_recovered(chunks: std::ops::Range<usize>, m: usize, n: usize) {
+    props::check(
+        cases_expensive(24),
+        (mma_order(), chunks, any::<u64>()),
+        |((want, t), chunks, seed)| {
+            let k = chunks * want.mma().unwrap().k as usize * 2;
+            reveal_recovers(&want, options(m, k, n, t, seed))
+        },
+    );
+}
+
 /// Reveal recovers tensor-core orders (probes exact in the step's input
 /// type) at small K.
 #[test]
 fn reveal_recovers_the_tree_of_an_mma_order() {
-    props::check(
-        cases_expensive(24),
-        (mma_order(), 1usize..5, any::<u64>()),
-        |((want, t), chunks, seed)| {
-            let k = chunks * want.mma().unwrap().k as usize * 2;
-            reveal_recovers(&want, options(16, k, 32, t, seed))
-        },
-    );
+    mma_orders_recovered(1..5, 16, 32);
 }
 
 /// Tensor-core orders on a square launch (bf16 inputs take grid launches;
@@ -189,14 +195,7 @@ fn reveal_recovers_the_tree_of_an_mma_order() {
 /// resolves them).
 #[test]
 fn reveal_on_a_square_launch_recovers_an_mma_order() {
-    props::check(
-        cases_expensive(24),
-        (mma_order(), 2usize..12, any::<u64>()),
-        |((want, t), chunks, seed)| {
-            let k = chunks * want.mma().unwrap().k as usize * 2;
-            reveal_recovers(&want, options(24, k, 24, t, seed))
-        },
-    );
+    mma_orders_recovered(2..12, 24, 24);
 }
 
 fn options(m: usize, k: usize, n: usize, input: InType, seed: u64) -> RevealOptions {
