@@ -10,14 +10,16 @@
 //!
 //! Register tiles: AVX-512 12x32 (1x32, 2x32, 4x32 for a few rows), AVX2
 //! 6x16 (1x16, 2x16), portable 4x8. A is packed once per part into panels
-//! of MR rows, shared by every tile. B is packed into panels of NR columns
-//! (16x16 in-register transposes with AVX-512 where the k list runs
-//! contiguously): once per part for all tiles when there are several row
-//! blocks, else per tile and K block, right before use; B panels start on
-//! a cache line. A plan that is one chain writes its tiles straight into C
-//! (N a multiple of NR). Large buffers come from [`super::buffer`].
+//! of MR rows, shared by every tile. B is packed into panels of NR columns:
+//! once per part for all tiles when there are several row blocks, else per
+//! tile and K block, right before use; B panels start on a cache line.
+//! With AVX-512 both pack runs of 16 consecutive k by 16x16 in-register
+//! transposes. A plan that is one chain of at least one term writes its
+//! tiles straight into C (N a multiple of NR), storing every element
+//! before reading it. Packing buffers are scratch buffers reused between
+//! calls, outputs are not zeroed first ([`super::buffer`]).
 
-use super::buffer::{zeroed, Lines};
+use super::buffer::{unwritten, zeroed, Lines};
 use super::isa::Isa;
 use super::plan::{Op, Plan};
 use super::tile::{elementwise, TileBufs};
@@ -29,23 +31,35 @@ struct Geometry {
     mr: usize,
     /// Columns of the register tile (B panel width).
     nr: usize,
-    /// K block.
+    /// K block where each tile packs its own B (one row block): the
+    /// tile's B block stays in L2 while it is used.
     kc: usize,
+    /// K block where B is packed once for every tile (several row blocks):
+    /// long blocks, so each register tile's accumulators are loaded and
+    /// stored rarely (AVX-512: 2048, 8% faster than 256 at 2048^3 on a
+    /// Zen 4 core; docs/PERFORMANCE.md).
+    kc_packed: usize,
     /// Rows of a task's tile: each B panel serves mc / mr register tiles
-    /// while it sits in L1 (AVX-512: 384 rows, 32 tiles, so a 2048-row C
-    /// reads packed B 6 times instead of 22; docs/PERFORMANCE.md).
+    /// (AVX-512: 96 rows; with kc_packed the tile's packed A, 96 x 2048
+    /// floats, stays in a 1 MiB L2).
     mc: usize,
 }
 
 fn geometry(isa: Isa, rows: usize) -> Geometry {
-    let (mrs, nr, mc): (&[usize], usize, usize) = match isa {
-        Isa::Avx512 => (&[1, 2, 4, 12], 32, 384),
-        Isa::Avx2 => (&[1, 2, 6], 16, 96),
-        Isa::Portable => (&[4], 8, 64),
+    let (mrs, nr, mc, kc_packed): (&[usize], usize, usize, usize) = match isa {
+        Isa::Avx512 => (&[1, 2, 4, 12], 32, 96, 2048),
+        Isa::Avx2 => (&[1, 2, 6], 16, 96, 256),
+        Isa::Portable => (&[4], 8, 64, 256),
     };
     // the smallest register tile that holds all rows, else the largest
     let mr = mrs.iter().copied().find(|&m| m >= rows).unwrap_or(mrs[mrs.len() - 1]);
-    Geometry { mr, nr, kc: 256, mc }
+    Geometry {
+        mr,
+        nr,
+        kc: 256,
+        kc_packed,
+        mc,
+    }
 }
 
 /// `C[0..mr, 0..nr] (row stride ldc) = chain(kc products)`, starting from +0
@@ -207,11 +221,35 @@ mod x86 {
     /// stride `ld`); writes `dst[kk * nr + x]`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn transpose16(src: *const f32, ld: usize, dst: *mut f32, nr: usize) {
-        let mut r: [__m512; 16] = std::array::from_fn(|x| {
+        let r: [__m512; 16] = std::array::from_fn(|x| {
             // the same columns' lines a few blocks on (a prefetch never faults)
             _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(x * ld + 64) as *const i8);
             _mm512_loadu_ps(src.add(x * ld))
         });
+        for (kk, v) in transpose(r).iter().enumerate() {
+            _mm512_storeu_ps(dst.add(kk * nr), *v);
+        }
+    }
+
+    /// Packs 16 k of `rows.len() <= mr <= 16` rows of A: row x's 16 values
+    /// start at `rows[x]`; writes `dst[kk * mr + x]` for x < mr, zero past
+    /// the rows.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_rows16(rows: &[*const f32], dst: *mut f32, mr: usize) {
+        let r: [__m512; 16] = std::array::from_fn(|x| match rows.get(x) {
+            Some(&p) => _mm512_loadu_ps(p),
+            None => _mm512_setzero_ps(),
+        });
+        let mask = ((1u32 << mr) - 1) as u16;
+        for (kk, v) in transpose(r).iter().enumerate() {
+            _mm512_mask_storeu_ps(dst.add(kk * mr), mask, *v);
+        }
+    }
+
+    /// The 16x16 transpose: lane x of the result's vector kk is lane kk of
+    /// `r[x]`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn transpose(mut r: [__m512; 16]) -> [__m512; 16] {
         let mut t = [_mm512_setzero_ps(); 16];
         for i in 0..8 {
             t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -237,10 +275,14 @@ mod x86 {
             r[i] = _mm512_shuffle_f32x4::<0x88>(t[i], t[i + 8]);
             r[i + 8] = _mm512_shuffle_f32x4::<0xDD>(t[i], t[i + 8]);
         }
-        for (kk, v) in r.iter().enumerate() {
-            _mm512_storeu_ps(dst.add(kk * nr), *v);
-        }
+        r
     }
+}
+
+/// `ks[from]` where `ks[from..from + 16]` are 16 consecutive k, else None.
+fn run16(ks: &[u32], from: usize) -> Option<usize> {
+    let run = ks.get(from..from + 16)?;
+    run.windows(2).all(|w| w[1] == w[0] + 1).then_some(run[0] as usize)
 }
 
 /// Packs panel `p` of Bᵀ (columns `p*nr..p*nr+nr`, zero past N) for the k
@@ -253,11 +295,7 @@ fn pack_b_panel(isa: Isa, bt: &[f32], k: usize, n: usize, ks: &[u32], p: usize, 
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512 && cols == nr {
         // runs of 16 consecutive k: 16x16 transposes
-        while kk + 16 <= len {
-            let k0 = ks[kk] as usize;
-            if ks[kk + 15] as usize != k0 + 15 || !ks[kk..kk + 16].windows(2).all(|w| w[1] == w[0] + 1) {
-                break;
-            }
+        while let Some(k0) = run16(ks, kk) {
             for half in 0..nr / 16 {
                 let j = p * nr + half * 16;
                 // SAFETY: columns j..j+16 < n exist with k0+15 < k; dst holds len x nr.
@@ -296,18 +334,36 @@ fn pack_b_panel(isa: Isa, bt: &[f32], k: usize, n: usize, ks: &[u32], p: usize, 
 /// Packs A rows `rows` (zero rows up to a multiple of mr) for the k list
 /// `ks` as `[row panel][ks][mr]`, once per part for every tile; each
 /// panel is written in one sequential run while its mr rows are read.
-fn pack_a(a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize) -> Vec<f32> {
+/// Every element of the (scratch) buffer is written.
+fn pack_a(isa: Isa, a: &[f32], k: usize, rows: &[usize], ks: &[u32], mr: usize) -> Lines {
     let len = ks.len();
-    let mut dst = zeroed(rows.len().div_ceil(mr) * len * mr);
+    let mut dst = Lines::scratch(rows.len().div_ceil(mr) * len * mr);
     dst.par_chunks_mut(len * mr).enumerate().for_each(|(p, d)| {
         let src: Vec<&[f32]> = rows[p * mr..((p + 1) * mr).min(rows.len())]
             .iter()
             .map(|&row| &a[row * k..(row + 1) * k])
             .collect();
-        for (kk, &kx) in ks.iter().enumerate() {
-            for (rr, s) in src.iter().enumerate() {
-                d[kk * mr + rr] = s[kx as usize];
+        let mut from = 0;
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Avx512 && mr <= 16 {
+            // runs of 16 consecutive k: 16x16 transposes
+            let mut at: Vec<*const f32> = Vec::with_capacity(src.len());
+            while let Some(k0) = run16(ks, from) {
+                at.clear();
+                at.extend(src.iter().map(|s| s[k0..k0 + 16].as_ptr()));
+                // SAFETY: each row holds k0..k0 + 16 (sliced above); d holds
+                // 16 x mr values from from * mr.
+                unsafe { x86::pack_rows16(&at, d[from * mr..(from + 16) * mr].as_mut_ptr(), mr) };
+                from += 16;
             }
+        }
+        let _ = isa;
+        for (kk, &kx) in ks.iter().enumerate().skip(from) {
+            let line = &mut d[kk * mr..(kk + 1) * mr];
+            for (rr, s) in src.iter().enumerate() {
+                line[rr] = s[kx as usize];
+            }
+            line[src.len()..].fill(0.0);
         }
     });
     dst
@@ -344,13 +400,13 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     let row_blocks = rows.len().div_ceil(g.mc);
     // A packed once per part for every tile; B too when there are several
     // row blocks (else each tile packs its own B blocks right before use)
-    let mut apacked: Vec<Option<Vec<f32>>> = vec![None; plan.ops.len()];
+    let mut apacked: Vec<Option<Lines>> = (0..plan.ops.len()).map(|_| None).collect();
     let mut packed: Vec<Option<Lines>> = (0..plan.ops.len()).map(|_| None).collect();
     for (op, ks) in plan.chains() {
-        apacked[op] = Some(pack_a(a, k, rows, ks, g.mr));
+        apacked[op] = Some(pack_a(isa, a, k, rows, ks, g.mr));
         if row_blocks > 1 {
             let len = ks.len();
-            let mut out = Lines::zeroed(panels * len * g.nr);
+            let mut out = Lines::scratch(panels * len * g.nr);
             out.par_chunks_mut(len * g.nr)
                 .enumerate()
                 .for_each(|(p, dst)| pack_b_panel(isa, bt, k, n, ks, p, g.nr, dst));
@@ -364,14 +420,18 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
     let tiles: Vec<(usize, usize)> = (0..row_blocks)
         .flat_map(|r| (0..panels).step_by(pb).map(move |p| (r * g.mc, p)))
         .collect();
+    // one chain of at least one term (its first K block stores every element)
     let one_chain = match plan.steps[..] {
-        [st] => matches!(plan.ops[st.op], Op::Chain { .. }) && st.dst == plan.root_slot,
+        [st] => matches!(&plan.ops[st.op], Op::Chain { ks, .. } if !ks.is_empty()) && st.dst == plan.root_slot,
         _ => false,
     };
     let direct = one_chain && n.is_multiple_of(g.nr);
     let rows_pad = rows.len().next_multiple_of(g.mr);
-    let mut out = zeroed(if direct { rows_pad * n } else { 0 });
+    // direct: every element of rows_pad x n is stored by the first K block
+    // of its tile before anything reads it
+    let mut out: Vec<f32> = unwritten(if direct { rows_pad * n } else { 0 });
     let shared = Shared(out.as_mut_ptr());
+    let kc = if row_blocks > 1 { g.kc_packed } else { g.kc };
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
         .map(|&(r0, p0)| {
@@ -383,7 +443,7 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
                 true => (TileBufs(Vec::new()), n),
                 false => (TileBufs::new(plan.slots, rpad * (p1 - p0) * g.nr), (p1 - p0) * g.nr),
             };
-            let mut bpack = Lines::zeroed(if row_blocks > 1 { 0 } else { (p1 - p0) * g.kc * g.nr });
+            let mut bpack = Lines::scratch(if row_blocks > 1 { 0 } else { (p1 - p0) * kc * g.nr });
             for st in &plan.steps {
                 let Op::Chain { ks, .. } = &plan.ops[st.op] else {
                     elementwise(&plan.ops[st.op], st, &mut bufs.0);
@@ -398,8 +458,8 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
                     true => unsafe { shared.at(r0 * n + p0 * g.nr) },
                     false => bufs.0[st.dst].as_mut_ptr(),
                 };
-                for kc0 in (0..len).step_by(g.kc) {
-                    let kcl = g.kc.min(len - kc0);
+                for kc0 in (0..len).step_by(kc) {
+                    let kcl = kc.min(len - kc0);
                     let kse = &ks[kc0..kc0 + kcl];
                     let bps: Vec<*const f32> = match &packed[st.op] {
                         Some(bp) => (p0..p1).map(|p| bp[(p * len + kc0) * g.nr..].as_ptr()).collect(),
@@ -430,6 +490,10 @@ pub(super) fn run(plan: &Plan, a: &[f32], bt: &[f32], k: usize, n: usize, rows: 
         })
         .collect();
     if direct {
+        // SAFETY: the tiles above stored all rows_pad x n elements (the
+        // register tiles cover rpad rows of every tile, the tiles every
+        // row block and panel, and N is a multiple of nr).
+        unsafe { out.set_len(rows_pad * n) };
         out.truncate(rows.len() * n);
         return out;
     }
@@ -461,5 +525,28 @@ mod tests {
                 assert_eq!(dst[5 + kk * 32 + x], (x * 40 + 3 + kk) as f32, "{kk} {x}");
             }
         }
+    }
+
+    #[test]
+    fn pack_rows16_packs_rows_and_zeroes_the_rest() {
+        if !is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let src: Vec<f32> = (0..16 * 40).map(|i| i as f32 + 1.0).collect();
+        // 5 rows (not in order) into panels of 12: lanes 5..12 zero, the
+        // values past the panel untouched
+        let rows: Vec<*const f32> = [7, 0, 3, 15, 9].iter().map(|&r| src[r * 40 + 2..].as_ptr()).collect();
+        let mut dst = vec![-1f32; 16 * 12 + 8];
+        unsafe { super::x86::pack_rows16(&rows, dst[3..].as_mut_ptr(), 12) };
+        for kk in 0..16 {
+            for x in 0..12 {
+                let want = match [7, 0, 3, 15, 9].get(x) {
+                    Some(r) => (r * 40 + 2 + kk) as f32 + 1.0,
+                    None => 0.0,
+                };
+                assert_eq!(dst[3 + kk * 12 + x], want, "{kk} {x}");
+            }
+        }
+        assert!(dst[..3].iter().chain(&dst[3 + 16 * 12..]).all(|&v| v == -1.0));
     }
 }

@@ -39,6 +39,7 @@ mod mma;
 mod plan;
 mod tile;
 
+pub use buffer::poison_scratch;
 pub use isa::Isa;
 
 use super::{eval, Kind, Prepared};
@@ -127,7 +128,14 @@ fn kernels(order: &Order, tree: &Tree, prep: &Prepared, rows: &[usize], isa: Isa
         }
         (Family::Fma | Family::MulAdd, Some(_)) => return None,
     };
-    let handed_off = (0..values.len()).filter(|&x| values[x].is_nan()).collect();
+    // a parallel, branch-free scan first: NaN outputs are rare
+    let any_nan = values
+        .par_chunks(1 << 16)
+        .any(|c| c.iter().fold(false, |seen, x| seen | x.is_nan()));
+    let handed_off = match any_nan {
+        true => (0..values.len()).filter(|&x| values[x].is_nan()).collect(),
+        false => Vec::new(),
+    };
     Some(Computed { values, handed_off })
 }
 
