@@ -8,7 +8,9 @@ mxbi (one `time` request to the server) and its peer (in this process)
 back to back, in alternating order (mxbi first in even rounds, the peer
 first in odd ones); each side makes back-to-back calls for at least
 WINDOW seconds (and at least one call) and counts the mean time per call,
-so both sides are exposed to the same load for the same wall time. The
+so both sides are exposed to the same load for the same wall time. Each
+window starts SETTLE_S (0.2 s) after the other side's ended, so that
+neither is timed while the other's threads still spin (OpenBLAS's do). The
 round's ratio is peer time / mxbi time (for memcpy comparisons: mxbi case
 time / memcpy time, both in mxbi). One untimed round comes first. The
 result is the median of the per-round ratios, with their min and max.
@@ -119,19 +121,34 @@ def summary(ratios):
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
-def run_pair(rounds, window, a, b):
+# Seconds each side waits before its window, so that it starts on a quiet
+# machine: OpenBLAS's worker threads keep spinning for about 0.1 s after a
+# call returns (its THREAD_TIMEOUT, 2^28 cycles), and a side timed right
+# after them shares its cores with them (measured: mxbi's first GEMM call
+# after numpy's took 108 ms instead of 81 ms at 2 threads; after a 0.2 s
+# pause, 81 ms; numpy's calls after mxbi's are the same with or without it).
+SETTLE_S = 0.2
+
+
+def run_pair(rounds, window, a, b, settle=SETTLE_S):
     """a, b: callables (window) -> (seconds per call, calls). Returns the
-    rounds, a first in even rounds."""
+    rounds, a first in even rounds; each window starts `settle` seconds
+    after the previous one ended."""
+
+    def timed(side):
+        time.sleep(settle)
+        return side(window)
+
     a(window / 2)
     b(window / 2)
     out = []
     for r in range(rounds):
         if r % 2 == 0:
-            ta, ca = a(window)
-            tb, cb = b(window)
+            ta, ca = timed(a)
+            tb, cb = timed(b)
         else:
-            tb, cb = b(window)
-            ta, ca = a(window)
+            tb, cb = timed(b)
+            ta, ca = timed(a)
         out.append({"a_s": ta, "a_calls": ca, "b_s": tb, "b_calls": cb})
     return out
 
