@@ -196,4 +196,16 @@ mod tests {
         }
         assert!(Lines::scratch(0).is_empty());
     }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_buffers_and_bytes() {
+        let held: Vec<Lines> = (0..3 * POOL_BUFFERS).map(|x| Lines::scratch(1000 + x)).collect();
+        drop(held);
+        // larger than the byte limit alone (calloc'd, never touched)
+        drop(Lines::scratch(POOL_BYTES / 4 + 1));
+        let pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(pool.len() <= POOL_BUFFERS, "{} buffers kept", pool.len());
+        let bytes: usize = pool.iter().map(|b| b.len() * 4).sum();
+        assert!(bytes <= POOL_BYTES, "{bytes} bytes kept");
+    }
 }
