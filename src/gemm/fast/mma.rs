@@ -528,35 +528,67 @@ mod x86 {
                 let cb = _mm512_loadu_si512(cp as *const _);
                 let field = _mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(0xFF));
                 let ec = _mm512_sub_epi32(_mm512_max_epi32(field, _mm512_set1_epi32(1)), _mm512_set1_epi32(127));
-                // M (the exponent sums kept when the chunk length is fixed)
-                let mut m = ec;
-                let mut es = [zero; KC];
-                for q in 0..nk {
+                // M (the exponent sums kept when the chunk length is fixed);
+                // max is exact in any grouping: four running maxima, so the
+                // dependency chain is a quarter of the chunk
+                let e_at = |q: usize| {
                     let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
                     let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
-                    let e = _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)));
+                    _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)))
+                };
+                let mut es = [zero; KC];
+                let (mut m0, mut m1, mut m2, mut m3) = (ec, ec, ec, ec);
+                let mut q = 0;
+                while q + 4 <= nk {
+                    let (e0, e1, e2, e3) = (e_at(q), e_at(q + 1), e_at(q + 2), e_at(q + 3));
                     if KC > 0 {
-                        es[q] = e;
+                        es[q] = e0;
+                        es[q + 1] = e1;
+                        es[q + 2] = e2;
+                        es[q + 3] = e3;
                     }
-                    m = _mm512_max_epi32(m, e);
+                    m0 = _mm512_max_epi32(m0, e0);
+                    m1 = _mm512_max_epi32(m1, e1);
+                    m2 = _mm512_max_epi32(m2, e2);
+                    m3 = _mm512_max_epi32(m3, e3);
+                    q += 4;
                 }
-                // products, aligned and truncated, summed
+                while q < nk {
+                    let e0 = e_at(q);
+                    if KC > 0 {
+                        es[q] = e0;
+                    }
+                    m0 = _mm512_max_epi32(m0, e0);
+                    q += 1;
+                }
+                let m = _mm512_max_epi32(_mm512_max_epi32(m0, m1), _mm512_max_epi32(m2, m3));
+                // products, aligned and truncated, signed, summed: i32 lanes
+                // wrap, so four partial sums give the sum's bits in any
+                // grouping, and each term's sign is applied off the chain
                 let mr = _mm512_add_epi32(m, r0);
-                let mut s = zero;
-                for q in 0..nk {
+                let term = |q: usize| {
                     let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
-                    let e = if KC > 0 {
-                        es[q]
-                    } else {
-                        let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
-                        _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)))
-                    };
+                    let e = if KC > 0 { es[q] } else { e_at(q) };
                     let xb = _mm512_loadu_si512(bp.add(kx * 32) as *const _);
                     let prod = _mm512_mullo_epi32(xb, _mm512_set1_epi32(*xa.get_unchecked(kx) as i32));
                     let v = _mm512_srlv_epi32(prod, _mm512_sub_epi32(mr, e));
                     let neg = *bsp.add(kx) ^ *sa.get_unchecked(kx);
-                    s = _mm512_mask_sub_epi32(_mm512_add_epi32(s, v), neg, s, v);
+                    _mm512_mask_sub_epi32(v, neg, zero, v)
+                };
+                let (mut s0, mut s1, mut s2, mut s3) = (zero, zero, zero, zero);
+                let mut q = 0;
+                while q + 4 <= nk {
+                    s0 = _mm512_add_epi32(s0, term(q));
+                    s1 = _mm512_add_epi32(s1, term(q + 1));
+                    s2 = _mm512_add_epi32(s2, term(q + 2));
+                    s3 = _mm512_add_epi32(s3, term(q + 3));
+                    q += 4;
                 }
+                while q < nk {
+                    s0 = _mm512_add_epi32(s0, term(q));
+                    q += 1;
+                }
+                let s = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
                 // C's term: Xc * 2^(F - 23) >> (M - ec)
                 let xc = _mm512_or_si512(
                     _mm512_and_si512(cb, _mm512_set1_epi32(0x7F_FFFF)),
