@@ -25,6 +25,26 @@ def test_reveal_recovers_the_order_of_a_numpy_kernel():
     assert mxbi.reveal("model:fma;split=4", 4, 96, 6).order == "fma;split=4"
 
 
+def test_a_callable_keeps_the_inputs_it_holds_on_to():
+    # the native side refills the last call's arrays only when nothing
+    # else refers to them: arrays a callable kept keep their values, and
+    # the calls after them still get the right inputs (the order is found)
+    kept = []
+
+    def keeping(a, b):
+        if len(kept) < 3:
+            kept.append((a, a.copy(), b, b.copy()))
+        return muladd(a, b)
+
+    r = mxbi.reveal(keeping, 4, 96, 6)
+    assert r.order == "muladd" and r.launches > 3
+    assert len(kept) == 3
+    for a, a0, b, b0 in kept:
+        assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    # distinct calls got distinct launches (the kept arrays were not reused)
+    assert not np.array_equal(kept[0][3], kept[1][3])
+
+
 def test_diverge_and_the_explanation_of_a_failing_cell():
     d = mxbi.diverge("muladd", "muladd;split=4", 96, m_left=1, m_right=5)
     assert d.text.startswith("muladd vs muladd;split=4 (K = 96):")
