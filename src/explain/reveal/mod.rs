@@ -95,7 +95,7 @@ pub use repeats::{ChangedAnswer, Repeats};
 use keys::{At, Key, NO_WINDOW};
 
 use grid::Forest;
-use prober::{magnitudes, Magnitudes, MxCodes, Prober};
+use prober::{magnitudes, refill, Magnitudes, MxCodes, Prober};
 use tally::{Scopes, Tallies};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
 
@@ -510,7 +510,7 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
         tallies: Tallies::default(),
         scopes: Scopes::new(kl),
         spent: [0.0; 3],
-        buffers: (Vec::new(), Vec::new()),
+        buffers: prober::kept_buffers(),
     })
 }
 
@@ -871,7 +871,11 @@ fn verify_f32(
     let mut a = vec![0f32; o.m * o.k];
     a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
     let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
-    let mut b = vec![0f32; o.k * o.n];
+    // B in the probe launches' buffer (already mapped: a fresh K x N
+    // buffer is zeroed by the kernel page by page as its columns are
+    // written)
+    let mut b = std::mem::take(&mut pr.buffers.1);
+    refill(&mut b, o.k * o.n, 0.0);
     for x in 0..o.k {
         for (t, &j) in cols.iter().enumerate() {
             b[x * o.n + j] = bc[x * c + t];
@@ -885,13 +889,18 @@ fn verify_f32(
         k: o.k,
         b_layout: BLayout::Kn,
     };
-    let observed = pick(&verification_launch(pr, &p)?, rows, cols, o.n);
-    clock.mark("verification launch");
+    let ran = verification_launch(pr, &p);
+    pr.buffers.1 = b;
     let sub = Problem {
+        a: Matrix::F32(&a),
         b: Matrix::F32(&bc),
+        m: o.m,
         n: c,
-        ..p
+        k: o.k,
+        b_layout: BLayout::Kn,
     };
+    let observed = pick(&ran?, rows, cols, o.n);
+    clock.mark("verification launch");
     let ids = identify(&sub, rows, &observed, cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
     Ok((ids, observed.len()))
 }

@@ -10,6 +10,7 @@ use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::InType;
 use crate::subject::Subject;
+use std::sync::Mutex;
 
 /// Probe values for an input type (module doc of `reveal`, "Probes").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -142,6 +143,32 @@ pub(super) struct Prober<'a> {
     pub(super) spent: [f64; 3],
     /// A and B of the last launch (their allocations are reused).
     pub(super) buffers: (Vec<f32>, Vec<f32>),
+}
+
+/// The launch buffers of the last reveal in the process, taken by the next
+/// one (a fresh K x N buffer is zeroed by the kernel page by page as it is
+/// first written: about 10 ms of every reveal at K = N = 4096); kept only
+/// up to [`KEPT_BYTES`]. Their contents are never read before a launch
+/// fills them ([`refill`]).
+static KEPT: Mutex<(Vec<f32>, Vec<f32>)> = Mutex::new((Vec::new(), Vec::new()));
+
+/// The most bytes of launch buffers kept between reveals.
+const KEPT_BYTES: usize = 256 << 20;
+
+/// The buffers the last reveal left ([`KEPT`]), or empty ones.
+pub(super) fn kept_buffers() -> (Vec<f32>, Vec<f32>) {
+    KEPT.try_lock().map(|mut k| std::mem::take(&mut *k)).unwrap_or_default()
+}
+
+impl Drop for Prober<'_> {
+    fn drop(&mut self) {
+        let (a, b) = std::mem::take(&mut self.buffers);
+        if (a.capacity() + b.capacity()) * 4 <= KEPT_BYTES {
+            if let Ok(mut k) = KEPT.try_lock() {
+                *k = (a, b);
+            }
+        }
+    }
 }
 
 /// `v` as `len` copies of `value` (keeping its allocation).
