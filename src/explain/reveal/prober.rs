@@ -147,9 +147,10 @@ pub(super) struct Prober<'a> {
 
 /// The launch buffers of the last reveal in the process, taken by the next
 /// one (a fresh K x N buffer is zeroed by the kernel page by page as it is
-/// first written: about 10 ms of every reveal at K = N = 4096); kept only
-/// up to [`KEPT_BYTES`]. Their contents are never read before a launch
-/// fills them ([`refill`]).
+/// first written; with the verification launch using the same B, repeated
+/// reveals at M = 1, K = N = 4096 fault about 4,600 pages each instead of
+/// 37,000: docs/PERFORMANCE.md); kept only up to [`KEPT_BYTES`]. Their
+/// contents are never read before a launch fills them ([`refill`]).
 static KEPT: Mutex<(Vec<f32>, Vec<f32>)> = Mutex::new((Vec::new(), Vec::new()));
 
 /// The most bytes of launch buffers kept between reveals.

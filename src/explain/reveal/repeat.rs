@@ -299,10 +299,15 @@ impl Prober<'_> {
                         for t in 0..s {
                             line(t, &mut |x, val| lines[x * s + t] = val);
                         }
-                        refill(b, kl * n, 0.0);
-                        for (row, src) in b.chunks_mut(n).zip(lines.chunks(s)) {
-                            for part in row.chunks_mut(s) {
-                                part.copy_from_slice(&src[..part.len()]);
+                        // every element written once (no zeroing first)
+                        b.clear();
+                        b.reserve(kl * n);
+                        for src in lines.chunks(s) {
+                            let mut left = n;
+                            while left > 0 {
+                                let part = left.min(s);
+                                b.extend_from_slice(&src[..part]);
+                                left -= part;
                             }
                         }
                         refill(a, m * kl, olo);
