@@ -179,32 +179,44 @@ fn reveal_a_gemv_whose_bf16_output_rounds_the_counts() {
     assert_eq!(whole.window, 512);
 }
 
-/// Windowed probes: after the first round a set is probed within itself
-/// plus its parent's first leaf (one window for a deep set, not one per
-/// 256 terms of K), and a probe that loses every unit of that scope reads
-/// as the ancestor the set hangs from (a fused node: `hopper-bf16`).
+/// Windowed probes rank a set's leaves by the ancestor they share with its
+/// first leaf (`reveal/rank.rs`): a sample of at most 256 leaves counted
+/// exactly, then each class of equal counts among its own leaves (or
+/// sampled again, with a zero test that closes a class of one ancestor),
+/// instead of every leaf's count added up over windows of 256 terms. A
+/// probe that loses every unit of the first stage (which holds the leaf
+/// the set hangs from) reads as the ancestor the set hangs from (the fused
+/// nodes of `hopper-bf16`).
 #[test]
-fn windowed_probes_count_deep_sets_within_their_scope() {
-    // (order, input, distinct probes when every probe counted all of K in
-    // windows: the count before scopes, same shapes)
-    for (spec, t, all_windows) in [
-        ("fma;split=4;reduce=pairwise;out=bf16", InType::F32, 32_736),
-        ("fma;lanes=16;out=bf16", InType::F32, 49_024),
+fn windowed_probes_rank_leaves_in_stages() {
+    // (order, input, distinct probes of the windows-added-up scheme at
+    // 56911f3, distinct probes now: exact counts, the same every run)
+    for (spec, t, before, now) in [
+        ("fma;out=bf16", InType::F32, 16_376, 4_094),
+        ("fma;split=2;out=bf16", InType::F32, 20_468, 7_164),
+        ("fma;split=4;reduce=pairwise;out=bf16", InType::F32, 22_512, 10_232),
+        ("fma;lanes=16;out=bf16", InType::F32, 24_548, 12_909),
         (
             "fma;ktile=512;tile=fresh;lanes=16;reduce=serial;out=bf16",
             InType::F32,
-            43_520,
+            19_769,
+            12_352,
         ),
-        ("hopper-bf16;out=bf16", InType::Bf16, 0),
+        ("hopper-bf16;out=bf16", InType::Bf16, 31_721, 19_439),
     ] {
         let r = reveals_exactly(spec, opts(1, 2048, 512, t));
         assert_eq!(r.window, 256, "{spec}");
-        // the first round alone: 2047 pairs x 8 windows
-        assert!(r.distinct_probes >= 2047 * 8, "{spec}: {r}");
-        if all_windows > 0 {
-            assert!(r.distinct_probes * 4 < all_windows * 3, "{spec}: {r}");
-        }
+        assert_eq!(r.distinct_probes, now, "{spec} (before: {before}): {r}");
     }
+    // a chain GEMV: two probes a leaf (the sample, then the class of 16
+    // between two sampled leaves), N = 64 a launch, + calibration, three
+    // repeats and the verification launch (1,029 launches before)
+    let r = reveals_exactly("fma;out=bf16", opts(1, 4096, 64, InType::F32));
+    assert_eq!(
+        (r.distinct_probes, r.launches),
+        (2 * 4095, 2 * 4095usize.div_ceil(64) + 5),
+        "{r}"
+    );
 }
 
 /// Memory: the answers are tallied per distinct probe, not stored per

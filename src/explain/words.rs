@@ -201,16 +201,28 @@ impl fmt::Display for Revealed {
             ),
             None => format!("{} inputs", self.input.name()),
         };
+        let leaves = if self.mx.is_some() {
+            self.k / crate::gemm::MX_BLOCK
+        } else {
+            self.k
+        };
+        let counted = if self.window < leaves {
+            format!(
+                "at most {} units counted exactly per probe, so leaves are ranked in stages",
+                self.window
+            )
+        } else {
+            format!("{} units counted per probe", self.window)
+        };
         writeln!(
             f,
-            "revealed at M={} K={} N={} ({inputs}): {} launches, {} probe answers of {} distinct probes ({scheme}, {} units counted per probe)",
+            "revealed at M={} K={} N={} ({inputs}): {} launches, {} probe answers of {} distinct probes ({scheme}, {counted})",
             self.m,
             self.k,
             self.n,
             self.launches,
             self.probes,
             self.distinct_probes,
-            self.window
         )?;
         if self.grid_launches > 0 {
             writeln!(

@@ -82,6 +82,7 @@ mod grid;
 mod keys;
 mod options;
 mod prober;
+mod rank;
 mod repeat;
 mod repeats;
 mod tally;
@@ -96,7 +97,7 @@ use keys::{At, Key, NO_WINDOW};
 
 use grid::Forest;
 use prober::{magnitudes, refill, Magnitudes, MxCodes, Prober};
-use tally::{Scopes, Tallies};
+use tally::{Tallies, Windows};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
 
 /// A probe position whose answer contradicts the recovered tree.
@@ -169,7 +170,7 @@ pub struct Revealed {
 
 /// Every tallied answer against the recovered tree: (the
 /// disagreeing answers, at most 16 listed by position, and their count).
-fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<Disagreement>, usize) {
+fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (Vec<Disagreement>, usize) {
     let lca = shape.lca_sizes();
     // probes by p, so each p's row of L is computed once where it pays
     let mut keys: Vec<&Key> = t.first.keys().collect();
@@ -204,11 +205,11 @@ fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<
                 (_, None) => None,
                 (NO_WINDOW, Some(x)) => Some(x),
                 (c, Some(lpq)) => {
-                    let lost = scopes
-                        .window(p, q, w, c)
+                    let lost = windows
+                        .window(p, q, c)
                         .filter(|&x| l(x).is_some_and(|a| a <= lpq))
                         .count();
-                    Some(2 + lost as u32)
+                    Some(windows.expected(c, windows.active(key, kl), lost as u32))
                 }
             };
             let f = t.first[*key];
@@ -242,6 +243,10 @@ fn check_answers(shape: &Shape, t: &Tallies, scopes: &Scopes, w: usize) -> (Vec<
 /// A set of leaves being resolved, and what its probes found.
 struct Task {
     set: Vec<u32>,
+    /// The first leaf of the set this one came from and the size of the
+    /// ancestor it hangs from (windowed probes rank within the set and that
+    /// leaf: `rank.rs`).
+    hangs: Option<(u32, u32)>,
     /// (L, the group's leaves, the task that resolves it when it has two or more)
     groups: Vec<(u32, Vec<u32>, Option<usize>)>,
 }
@@ -410,7 +415,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         ("tree assembled", rounds - built - ran - read),
     ]);
     clock.lap = std::time::Instant::now();
-    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.scopes, pr.window);
+    let (disagreements, disagreement_count) = check_answers(&shape, &pr.tallies, &pr.windows, kl);
     clock.mark("answers checked against the tree");
     // a tree every answer agrees with: do the answers depend on the data?
     let repeats = if disagreement_count == 0 {
@@ -508,7 +513,7 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
         window: kl,
         launches: 0,
         tallies: Tallies::default(),
-        scopes: Scopes::new(kl),
+        windows: Windows::default(),
         spent: [0.0; 3],
         buffers: prober::kept_buffers(),
     })
@@ -555,12 +560,26 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
     let kl = pr.kl;
     let mut tasks = vec![Task {
         set: (0..kl as u32).collect(),
+        hangs: None,
         groups: vec![],
     }];
     let mut frontier = vec![0usize];
     let windowed = pr.window < kl;
     let mut row = vec![0u32; if forest.is_some() { kl } else { 0 }];
     while !frontier.is_empty() {
+        if windowed {
+            let sets: Vec<rank::LevelSet> = frontier
+                .iter()
+                .map(|&t| rank::LevelSet {
+                    first: tasks[t].set[0],
+                    rest: &tasks[t].set[1..],
+                    hangs: tasks[t].hangs,
+                })
+                .collect();
+            let ls: Vec<u32> = rank::rank_level(pr, &sets)?.concat();
+            frontier = next_level(&mut tasks, &frontier, &ls);
+            continue;
+        }
         let mut asks: Vec<(u32, u32)> = Vec::new();
         let mut sources: Vec<Source> = Vec::new();
         for &t in &frontier {
@@ -598,7 +617,8 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
                 row[x as usize] = 0;
             }
         }
-        let asked = pr.measure(&asks)?;
+        let keys: Vec<Key> = asks.iter().map(|&(p, q)| (p, q, NO_WINDOW)).collect();
+        let asked = pr.measure(&keys)?;
         let ls: Vec<u32> = sources
             .iter()
             .map(|s| match s {
@@ -606,42 +626,44 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
                 Source::Asked(i) => asked[*i],
             })
             .collect();
-        let mut next = Vec::new();
-        let mut at = 0;
-        for &t in &frontier {
-            let rest = tasks[t].set[1..].to_vec();
-            let mut by_l: Vec<(u32, u32)> = rest.iter().enumerate().map(|(i, &x)| (ls[at + i], x)).collect();
-            at += rest.len();
-            by_l.sort_unstable();
-            let mut groups: Vec<(u32, Vec<u32>, Option<usize>)> = Vec::new();
-            for (l, x) in by_l {
-                match groups.last_mut() {
-                    Some((gl, g, _)) if *gl == l => g.push(x),
-                    _ => groups.push((l, vec![x], None)),
-                }
-            }
-            let first = tasks[t].set[0];
-            for g in groups.iter_mut() {
-                if g.1.len() > 1 {
-                    if windowed {
-                        let mut scope = g.1.clone();
-                        scope.push(first);
-                        scope.sort_unstable();
-                        pr.scopes.add(g.1[0], scope, g.0);
-                    }
-                    tasks.push(Task {
-                        set: g.1.clone(),
-                        groups: vec![],
-                    });
-                    g.2 = Some(tasks.len() - 1);
-                    next.push(tasks.len() - 1);
-                }
-            }
-            tasks[t].groups = groups;
-        }
-        frontier = next;
+        frontier = next_level(&mut tasks, &frontier, &ls);
     }
     Ok(tasks)
+}
+
+/// Groups each frontier task's leaves by `ls` (their `L` with its first
+/// leaf, task by task in frontier order); every group of two or more
+/// becomes a task of the next level, whose indices are returned.
+fn next_level(tasks: &mut Vec<Task>, frontier: &[usize], ls: &[u32]) -> Vec<usize> {
+    let mut next = Vec::new();
+    let mut at = 0;
+    for &t in frontier {
+        let rest = tasks[t].set[1..].to_vec();
+        let mut by_l: Vec<(u32, u32)> = rest.iter().enumerate().map(|(i, &x)| (ls[at + i], x)).collect();
+        at += rest.len();
+        by_l.sort_unstable();
+        let mut groups: Vec<(u32, Vec<u32>, Option<usize>)> = Vec::new();
+        for (l, x) in by_l {
+            match groups.last_mut() {
+                Some((gl, g, _)) if *gl == l => g.push(x),
+                _ => groups.push((l, vec![x], None)),
+            }
+        }
+        let first = tasks[t].set[0];
+        for g in groups.iter_mut() {
+            if g.1.len() > 1 {
+                tasks.push(Task {
+                    set: g.1.clone(),
+                    hangs: Some((first, g.0)),
+                    groups: vec![],
+                });
+                g.2 = Some(tasks.len() - 1);
+                next.push(tasks.len() - 1);
+            }
+        }
+        tasks[t].groups = groups;
+    }
+    next
 }
 
 /// The tree the rounds' tasks assemble to; Err when it does not hold all

@@ -5,7 +5,7 @@ use super::error::RevealError;
 use super::grid::Window;
 use super::keys::{at, Key, NO_WINDOW};
 use super::options::{RevealOptions, Scheme, MAX_PROBES};
-use super::tally::{Local, Scopes, Tallies};
+use super::tally::{Local, Tallies, Windows};
 use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::InType;
@@ -114,6 +114,20 @@ impl Counter {
         (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= self.kl as f64).then_some(c as u32)
     }
 
+    /// An answer read for a window: an exact count of at most `active`
+    /// units, or for a zero test any whole number of units (a rounded sum
+    /// of more units than the output counts exactly), as its tallied value
+    /// ([`Windows::value`]).
+    pub(super) fn read(&self, windows: &Windows, c: u32, active: u32, v: f32) -> Option<u32> {
+        let got = if windows.exact(c) {
+            self.count(v)
+        } else {
+            let u = v as f64 / self.unit;
+            (u.is_finite() && u >= 0.0 && u.fract() == 0.0).then_some(u.min(u32::MAX as f64) as u32)
+        };
+        windows.value(c, active, got?)
+    }
+
     pub(super) fn not_a_count(&self, subject: &str, v: f32, p: u32, q: u32, i: usize, j: usize) -> RevealError {
         RevealError::Inconsistent(format!(
             "probe (+B at k={p}, -B at k={q}) at C[{i}, {j}] of {subject} gave {v:e}, not a whole number of units of {:e}: the subject's sum is not a static tree of roundings, or the probe's range ({:e} to a unit) is too small for its accumulator",
@@ -137,8 +151,8 @@ pub(super) struct Prober<'a> {
     pub(super) window: usize,
     pub(super) launches: usize,
     pub(super) tallies: Tallies,
-    /// Where windowed probes count units.
-    pub(super) scopes: Scopes,
+    /// The units windowed probes count.
+    pub(super) windows: Windows,
     /// Seconds building launch inputs, in the subject, and reading answers.
     pub(super) spent: [f64; 3],
     /// A and B of the last launch (their allocations are reused).
@@ -412,46 +426,27 @@ impl Prober<'_> {
         }
     }
 
-    /// L(p, q) for every pair (the requested probes; their answers are
-    /// tallied, see [`Tallies`]).
-    pub(super) fn measure(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<u32>, RevealError> {
-        let windowed = self.window < self.kl;
-        let w = self.window;
-        let nw = |p: u32| if windowed { self.scopes.n_windows(p, w) } else { 1 };
-        let need: u128 = pairs.iter().map(|&(p, _)| nw(p) as u128).sum();
-        if self.tallies.first.len() as u128 + need > MAX_PROBES as u128 {
+    /// The tallied value of every probe (`2 + lost`, L(p, q) for a probe
+    /// that counts every term; windows: [`Windows::value`]), measured in
+    /// this prober's scheme (their answers are tallied, see [`Tallies`]).
+    pub(super) fn measure(&mut self, probes: &[Key]) -> Result<Vec<u32>, RevealError> {
+        let fresh = probes.iter().filter(|k| !self.tallies.first.contains_key(k)).count();
+        if self.tallies.first.len() as u128 + fresh as u128 > MAX_PROBES as u128 {
             return Err(RevealError::Options(format!(
-                "this round needs {need} probes ({} pairs, windows of {w} units) after {} already: more than reveal's limit of {} distinct probes",
-                pairs.len(),
+                "this round needs {fresh} probes (windows of at most {} units) after {} already: more than reveal's limit of {} distinct probes",
+                self.window,
                 self.tallies.first.len(),
                 crate::limits::show(MAX_PROBES)
             )));
         }
-        let probes: Vec<Key> = pairs
-            .iter()
-            .flat_map(|&(p, q)| (0..nw(p) as u32).map(move |c| (p, q, if windowed { c } else { NO_WINDOW })))
-            .collect();
         match self.scheme {
-            Scheme::Lines => self.measure_lines(&probes)?,
-            Scheme::Diagonal => self.measure_diagonal(&probes)?,
+            Scheme::Lines => self.measure_lines(probes)?,
+            Scheme::Diagonal => self.measure_diagonal(probes)?,
         }
-        let (t, sc) = (&self.tallies, &self.scopes);
         let missing = || RevealError::Inconsistent("a probe was not placed".into());
-        pairs
+        probes
             .iter()
-            .map(|&(p, q)| {
-                if !windowed {
-                    return t.value(&(p, q, NO_WINDOW)).ok_or_else(missing);
-                }
-                let lost = (0..sc.n_windows(p, w) as u32).try_fold(0u32, |acc, c| {
-                    t.value(&(p, q, c)).map(|v| acc + v - 2).ok_or_else(missing)
-                })?;
-                // every unit of the scope lost: the ancestor the set hangs from
-                Ok(match sc.ceiling(p) {
-                    Some(ceiling) if lost as usize == sc.leaves(p).len() - 2 => ceiling,
-                    _ => 2 + lost,
-                })
-            })
+            .map(|k| self.tallies.value(k).ok_or_else(missing))
             .collect()
     }
 
@@ -463,21 +458,21 @@ impl Prober<'_> {
     /// beyond the probes repeat them, and every row (column) of a line
     /// answers it again: all are checked.
     pub(super) fn measure_lines(&mut self, probes: &[Key]) -> Result<(), RevealError> {
-        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let (m, kl, n, lo, hi) = (self.o.m, self.kl, self.o.n, self.lo, self.hi);
         let other = self.other;
         let cols = n >= m;
         let slots = if cols { n } else { m };
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
-        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
-        let sc = &scopes;
+        let windows = std::mem::take(&mut self.windows);
+        let sc = &windows;
         // the probe's line in leaf space: `put(x, value)` for every
         // nonzero term (the line starts as 0, or as units when it counts
         // every term)
         let line = |&(p, q, c): &Key, put: &mut dyn FnMut(usize, f32)| {
             if c != NO_WINDOW {
-                sc.window(p, q, w, c).for_each(|x| put(x as usize, lo));
+                sc.window(p, q, c).for_each(|x| put(x as usize, lo));
             }
             put(p as usize, hi);
             put(q as usize, -hi);
@@ -489,7 +484,7 @@ impl Prober<'_> {
                 lo
             }
         };
-        let active = |key: &Key| sc.active(key, kl, w);
+        let active = |key: &Key| sc.active(key, kl);
         let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
@@ -527,11 +522,11 @@ impl Prober<'_> {
                             let i = bi * rb + r;
                             for (j, &v) in row.iter().enumerate() {
                                 let s = if cols { j } else { i } % used;
-                                let got = ct
-                                    .count(v)
-                                    .filter(|&x| x <= act[s])
-                                    .ok_or_else(|| ct.not_a_count(&name, v, chunk[s].0, chunk[s].1, i, j))?;
-                                local[s].add(act[s] - got + 2, at(id, i, j));
+                                let (p, q, c) = chunk[s];
+                                let value = ct
+                                    .read(sc, c, act[s], v)
+                                    .ok_or_else(|| ct.not_a_count(&name, v, p, q, i, j))?;
+                                local[s].add(value, at(id, i, j));
                             }
                         }
                         Ok(local)
@@ -549,7 +544,7 @@ impl Prober<'_> {
                 Ok(())
             },
         );
-        self.scopes = scopes;
+        self.windows = windows;
         done
     }
 
@@ -604,14 +599,14 @@ impl Prober<'_> {
     /// Both factors carry the large values (the narrow types' range), so
     /// only the diagonal elements are probes: `min(M, N)` per launch.
     pub(super) fn measure_diagonal(&mut self, probes: &[Key]) -> Result<(), RevealError> {
-        let (m, kl, n, lo, hi, w) = (self.o.m, self.kl, self.o.n, self.lo, self.hi, self.window);
+        let (m, kl, n, lo, hi) = (self.o.m, self.kl, self.o.n, self.lo, self.hi);
         let slots = m.min(n);
         let chunks: Vec<&[Key]> = probes.chunks(slots).collect();
         let ct = self.counter();
         let name = self.subject.name();
-        let scopes = std::mem::replace(&mut self.scopes, Scopes::new(0));
-        let sc = &scopes;
-        let active = |key: &Key| sc.active(key, kl, w);
+        let windows = std::mem::take(&mut self.windows);
+        let sc = &windows;
+        let active = |key: &Key| sc.active(key, kl);
         let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
@@ -622,7 +617,7 @@ impl Prober<'_> {
                     if c == NO_WINDOW {
                         row.fill(lo);
                     } else {
-                        sc.window(p, q, w, c).for_each(|x| row[x as usize] = lo);
+                        sc.window(p, q, c).for_each(|x| row[x as usize] = lo);
                     }
                     row[p as usize] = hi;
                     row[q as usize] = hi;
@@ -634,16 +629,15 @@ impl Prober<'_> {
                 for (i, key) in chunks[li].iter().enumerate() {
                     let v = out[i * n + i];
                     let act = active(key);
-                    let c = ct
-                        .count(v)
-                        .filter(|&c| c <= act)
+                    let value = ct
+                        .read(sc, key.2, act, v)
                         .ok_or_else(|| ct.not_a_count(&name, v, key.0, key.1, i, i))?;
-                    t.add(*key, act - c + 2, 1, at(id, i, i));
+                    t.add(*key, value, 1, at(id, i, i));
                 }
                 Ok(())
             },
         );
-        self.scopes = scopes;
+        self.windows = windows;
         done
     }
 }

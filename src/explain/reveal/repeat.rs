@@ -5,7 +5,8 @@
 //!
 //! # The repeats
 //! [`REPEAT_PROBES`] probes (at most; fewer when a launch has fewer slots
-//! or there are fewer distinct probes), drawn with the reveal's seed, go
+//! or there are fewer distinct probes; only probes whose answers are exact
+//! counts, not zero tests), drawn with the reveal's seed, go
 //! into each repeat launch, laid out as the probes were (lines or
 //! diagonal); every answer of the launch is checked:
 //! - **rescaled up / down** (two launches): the probe operand's units and
@@ -181,12 +182,14 @@ impl Prober<'_> {
     /// swamped under `shape`) and its first count; and the generator,
     /// which goes on to draw the refill choices.
     fn sample_probes(&self, shape: &Shape) -> (Vec<Probe>, crate::rng::SplitMix64) {
-        let (m, kl, n, w) = (self.o.m, self.kl, self.o.n, self.window);
+        let (m, kl, n) = (self.o.m, self.kl, self.o.n);
         let slots = match self.scheme {
             Scheme::Lines => m.max(n),
             Scheme::Diagonal => m.min(n),
         };
-        let mut keys: Vec<Key> = self.tallies.first.keys().copied().collect();
+        // exact counts only (a zero test's answer is not a count)
+        let sc = &self.windows;
+        let mut keys: Vec<Key> = self.tallies.first.keys().copied().filter(|k| sc.exact(k.2)).collect();
         keys.sort_unstable();
         // seeded partial Fisher-Yates: the sample, then in key order
         let s = REPEAT_PROBES.min(slots).min(keys.len());
@@ -197,7 +200,6 @@ impl Prober<'_> {
         }
         let mut sample: Vec<Key> = keys[..s].to_vec();
         sample.sort_unstable();
-        let sc = &self.scopes;
         // per probe: its line in leaf space (units counted or swamped) and
         // the count it gave first
         let lca = shape.lca_sizes();
@@ -216,9 +218,9 @@ impl Prober<'_> {
                     .map(|x| (x, under(x)))
                     .collect()
             } else {
-                sc.window(p, q, w, c).map(|x| (x, under(x))).collect()
+                sc.window(p, q, c).map(|x| (x, under(x))).collect()
             };
-            let act = sc.active(&key, kl, w);
+            let act = sc.active(&key, kl);
             let v = self.tallies.first[&key].0;
             probes.push(Probe {
                 key,

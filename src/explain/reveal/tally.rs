@@ -1,5 +1,5 @@
 //! What the probes found: each answer tallied against its probe, and the
-//! scopes windowed probes count units in (see the module doc of `reveal`).
+//! windows of units windowed probes count (see the module doc of `reveal`).
 
 use super::keys::{At, Key, NO_WINDOW};
 use rustc_hash::FxHashMap as HashMap;
@@ -81,89 +81,71 @@ impl Local {
     }
 }
 
-/// Where windowed probes count units: the leaves the probe's ancestor can
-/// hold. The first round probes every leaf. A set found to join its
-/// parent's first leaf `f` at an ancestor of `L` terms is then probed
-/// within itself plus `f` only: the ancestor of two of its leaves either
-/// lies inside one child of that ancestor (whose leaves are all in the
-/// set) or is the ancestor itself, and then `f`'s unit is lost with every
-/// other: a probe that loses every unit of its scope has `L(p, q) = L`.
-/// So a deep set needs one window, not one per `w` terms of K.
-pub(super) struct Scopes {
-    /// Each scope: its sorted leaves and, but for the first (every leaf),
-    /// the size of the ancestor it hangs from.
-    pub(super) list: Vec<(Vec<u32>, Option<u32>)>,
-    /// The scope of the probes whose `p` is this leaf (a leaf is the first
-    /// of at most one set).
-    pub(super) of: Vec<u32>,
+/// The units windowed probes count: each window an explicit set of
+/// leaves (the probe's p and q left out where it holds them), and whether
+/// its count is read exactly (at most the calibrated window of units) or
+/// only as "every unit lost" (a zero test: any positive sum of units stays
+/// positive through any rounding, so it may hold any number of units). The
+/// sets come from the ranking of a recursion level's leaves (`rank.rs`).
+#[derive(Default)]
+pub(super) struct Windows {
+    /// Each window: its sorted leaves, and whether its count is exact.
+    list: Vec<(Vec<u32>, bool)>,
 }
 
-impl Scopes {
-    pub(super) fn new(kl: usize) -> Scopes {
-        Scopes {
-            list: vec![((0..kl as u32).collect(), None)],
-            of: vec![0; kl],
-        }
+impl Windows {
+    /// A new window over `leaves` (sorted); its index is a probe key's
+    /// window.
+    pub(super) fn add(&mut self, leaves: Vec<u32>, exact: bool) -> u32 {
+        debug_assert!(leaves.windows(2).all(|w| w[0] < w[1]));
+        self.list.push((leaves, exact));
+        (self.list.len() - 1) as u32
     }
 
-    /// The probes from `p` (the first leaf of a set) count units only
-    /// among `leaves` (sorted, holding the set); `ceiling` is the size of
-    /// the ancestor the set hangs from.
-    pub(super) fn add(&mut self, p: u32, leaves: Vec<u32>, ceiling: u32) {
-        self.list.push((leaves, Some(ceiling)));
-        self.of[p as usize] = (self.list.len() - 1) as u32;
+    /// Whether the answers of window `c` are exact counts ([`NO_WINDOW`]:
+    /// every term, exact).
+    pub(super) fn exact(&self, c: u32) -> bool {
+        c == NO_WINDOW || self.list[c as usize].1
     }
 
-    pub(super) fn leaves(&self, p: u32) -> &[u32] {
-        &self.list[self.of[p as usize] as usize].0
-    }
-
-    pub(super) fn ceiling(&self, p: u32) -> Option<u32> {
-        self.list[self.of[p as usize] as usize].1
-    }
-
-    /// Windows of `w` units over the scope's terms other than p and q.
-    pub(super) fn n_windows(&self, p: u32, w: usize) -> usize {
-        self.leaves(p).len().saturating_sub(2).div_ceil(w.max(1)).max(1)
-    }
-
-    /// The index range of window `c` among the scope's `len - 2` terms.
-    pub(super) fn range(&self, p: u32, w: usize, c: u32) -> (usize, usize) {
-        let rest = self.leaves(p).len().saturating_sub(2);
-        ((c as usize * w).min(rest), ((c as usize + 1) * w).min(rest))
-    }
-
-    /// The terms of window `c` of the probe (p, q): chunk c (of `w`) of
-    /// the scope's leaves without p and q (both are in the scope).
-    pub(super) fn window(&self, p: u32, q: u32, w: usize, c: u32) -> impl Iterator<Item = u32> + '_ {
-        let leaves = self.leaves(p);
-        let at = |x: u32| leaves.binary_search(&x).unwrap_or(leaves.len());
-        let (a, b) = (at(p).min(at(q)), at(p).max(at(q)));
-        let (lo, hi) = self.range(p, w, c);
-        (lo..hi).map(move |i| {
-            leaves[if i < a {
-                i
-            } else if i + 1 < b {
-                i + 1
-            } else {
-                i + 2
-            }]
-        })
+    /// The terms of window `c` of the probe (p, q): its leaves but p and q.
+    pub(super) fn window(&self, p: u32, q: u32, c: u32) -> impl Iterator<Item = u32> + '_ {
+        self.list[c as usize]
+            .0
+            .iter()
+            .copied()
+            .filter(move |&x| x != p && x != q)
     }
 
     /// How many units a probe counts: every term but p and q, or its
     /// window's.
-    pub(super) fn active(&self, &(p, _, c): &Key, kl: usize, w: usize) -> u32 {
+    pub(super) fn active(&self, &(p, q, c): &Key, kl: usize) -> u32 {
         if c == NO_WINDOW {
-            kl as u32 - 2
+            return kl as u32 - 2;
+        }
+        let l = &self.list[c as usize].0;
+        let has = |x: u32| l.binary_search(&x).is_ok() as u32;
+        l.len() as u32 - has(p) - has(q)
+    }
+
+    /// The tallied value of a probe that counted `got` units of `active`:
+    /// `2 + lost` for an exact window; for a zero test `2 + active` when
+    /// every unit was lost and 0 otherwise. None: not a count of this probe.
+    pub(super) fn value(&self, c: u32, active: u32, got: u32) -> Option<u32> {
+        if self.exact(c) {
+            (got <= active).then(|| active - got + 2)
         } else {
-            self.window_len(p, w, c)
+            Some(if got == 0 { active + 2 } else { 0 })
         }
     }
 
-    /// How many terms window `c` of a probe from `p` holds.
-    pub(super) fn window_len(&self, p: u32, w: usize, c: u32) -> u32 {
-        let (lo, hi) = self.range(p, w, c);
-        (hi - lo) as u32
+    /// The value a probe's answer must have when `lost` of its `active`
+    /// units sit under the ancestor of p and q ([`Windows::value`]).
+    pub(super) fn expected(&self, c: u32, active: u32, lost: u32) -> u32 {
+        if self.exact(c) || lost == active {
+            2 + lost
+        } else {
+            0
+        }
     }
 }
