@@ -9,7 +9,7 @@
 //! | `across.rs` | the cross-row answer: the orders that reproduce every row, or which rows disagree |
 //! | `shape.rs` | the summation-tree shape of a compiled tree (what probes can see) |
 //! | `reduction.rs` | passive identification of a cross-rank reduction: which rank order (ring position, tree, fixed, any serial order) combined a chunk's partials |
-//! | `reveal/` | active recovery through a [`crate::subject::Subject`]: batched FPRev-style probes (`prober.rs` launches, `tally.rs` answers and scopes, `verify.rs` naming the tree) |
+//! | `reveal/` | active recovery through a [`crate::subject::Subject`]: batched FPRev-style probes (`prober.rs` launches, `tally.rs` answers and windows, `rank.rs` windowed ranks, `verify.rs` naming the tree) |
 //! | `divergence.rs` | first differing node of two trees, its location, ULP maps, the mechanism |
 //! | `exactness.rs` | per element: does every order in a family give the same bytes, and why |
 //! | `fix.rs` | a concrete fix for a divergence |

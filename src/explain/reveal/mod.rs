@@ -31,8 +31,9 @@
 //! An output format that rounds the counts (bf16, f16 outputs) is detected
 //! by a calibration launch (its sizes laid out along the longer of rows and
 //! columns, so a GEMV is calibrated too); then each probe counts the units
-//! of one window of at most the exactly countable size, and the windows are
-//! added up (a windowed probe is one line too).
+//! of one window of at most the exactly countable size (or is a zero test),
+//! and a recursion level's leaves are ranked in stages (`rank.rs`; a
+//! windowed probe is one line too).
 //!
 //! Memory: every answer is tallied against its probe (the pair and its
 //! window), so what is kept grows with the distinct probes (at most

@@ -338,46 +338,94 @@ impl Prober<'_> {
                 }
             },
             |_, id, vi, out| {
+                use rayon::prelude::*;
                 let v = &vars[vi];
                 let [pu, _, ou, _] = v.shifts;
                 let unit = unit0 * 2f64.powi(pu + ou);
-                let mut check = |t: usize, i: usize, j: usize| {
+                // each probe's unchanged answer, where it is an f32 (a
+                // count times a power of two: always, short of the range's
+                // ends): an answer equal to it is unchanged, so the common
+                // case is one comparison
+                let same: Vec<Option<f32>> = probes
+                    .iter()
+                    .map(|pr| {
+                        let want = pr.before as f64 * unit;
+                        ((want as f32) as f64 == want).then_some(want as f32)
+                    })
+                    .collect();
+                // the answer at (i, j) of probe t, when it changed
+                let changed_at = |t: usize, i: usize, j: usize| -> Option<ChangedAnswer> {
                     let pr = &probes[t];
                     let val = out[i * n + j];
+                    if same[t] == Some(val) {
+                        return None;
+                    }
                     let c = val as f64 / unit;
                     let after = (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= kl as f64).then_some(c as u32);
-                    answers += 1;
-                    if after != Some(pr.before) {
-                        changed_count += 1;
-                        changed_keys.insert(pr.key);
-                        if changed.len() < LISTED {
-                            let (launch, row, col) = at(id, i, j);
-                            changed.push(ChangedAnswer {
-                                repeat: v.name,
-                                launch: launch as usize,
-                                row: row as usize,
-                                col: col as usize,
-                                p: pr.key.0,
-                                q: pr.key.1,
-                                window: (pr.key.2 != NO_WINDOW).then_some(pr.key.2),
-                                before: pr.before,
-                                after,
-                                value: val,
-                            });
+                    (after != Some(pr.before)).then(|| {
+                        let (launch, row, col) = at(id, i, j);
+                        ChangedAnswer {
+                            repeat: v.name,
+                            launch: launch as usize,
+                            row: row as usize,
+                            col: col as usize,
+                            p: pr.key.0,
+                            q: pr.key.1,
+                            window: (pr.key.2 != NO_WINDOW).then_some(pr.key.2),
+                            before: pr.before,
+                            after,
+                            value: val,
+                        }
+                    })
+                };
+                // per block of cells, in row order: (changed answers, the
+                // first LISTED of them, the probes that changed)
+                type Block = (usize, Vec<ChangedAnswer>, Vec<Key>);
+                let add = |b: &mut Block, t: usize, i: usize, j: usize| {
+                    if let Some(ch) = changed_at(t, i, j) {
+                        b.0 += 1;
+                        if !b.2.contains(&probes[t].key) {
+                            b.2.push(probes[t].key);
+                        }
+                        if b.1.len() < LISTED {
+                            b.1.push(ch);
                         }
                     }
                 };
-                match scheme {
+                let blocks: Vec<Block> = match scheme {
                     Scheme::Lines => {
-                        for i in 0..m {
-                            for j in 0..n {
-                                check(if cols { j } else { i } % s, i, j);
-                            }
-                        }
+                        let rb = super::prober::row_block(m);
+                        (0..m.div_ceil(rb))
+                            .into_par_iter()
+                            .map(|bi| {
+                                let mut b: Block = (0, Vec::new(), Vec::new());
+                                for i in bi * rb..((bi + 1) * rb).min(m) {
+                                    for j in 0..n {
+                                        add(&mut b, if cols { j } else { i } % s, i, j);
+                                    }
+                                }
+                                b
+                            })
+                            .collect()
                     }
                     Scheme::Diagonal => {
+                        let mut b: Block = (0, Vec::new(), Vec::new());
                         for i in 0..s {
-                            check(i, i, i);
+                            add(&mut b, i, i, i);
+                        }
+                        vec![b]
+                    }
+                };
+                answers += match scheme {
+                    Scheme::Lines => m * n,
+                    Scheme::Diagonal => s,
+                };
+                for (count, listed, keys) in blocks {
+                    changed_count += count;
+                    changed_keys.extend(keys);
+                    for ch in listed {
+                        if changed.len() < LISTED {
+                            changed.push(ch);
                         }
                     }
                 }
