@@ -367,6 +367,20 @@ fn reveal_says_when_positions_do_not_share_a_tree() {
     let r = explain::reveal(&same, opts(4, 64, 128, InType::F32)).unwrap();
     assert_eq!(r.disagreement_count, 0);
     assert_eq!(r.order, Some(order("fma;split=2")));
+    // the same under a bf16 output (windowed ranks, zero tests included:
+    // K = 1024 > 256 units): the halves' answers contradict one tree
+    let s = TwoTrees(order("fma;out=bf16"), order("fma;split=2;out=bf16"));
+    match explain::reveal(&s, opts(4, 1024, 128, InType::F32)) {
+        Ok(r) => {
+            assert!(r.window < 1024 && r.disagreement_count > 0, "{r}");
+            assert_eq!(r.order, None, "{r}");
+        }
+        Err(e) => assert!(matches!(e, explain::RevealError::Inconsistent(_)), "{e}"),
+    }
+    let same = TwoTrees(order("fma;split=2;out=bf16"), order("fma;split=2;out=bf16"));
+    let r = explain::reveal(&same, opts(4, 1024, 128, InType::F32)).unwrap();
+    assert_eq!((r.window, r.disagreement_count), (256, 0));
+    assert_eq!(r.order, Some(order("fma;split=2;out=bf16")));
 }
 
 /// A subject that is not a sum of its products: reveal refuses it.

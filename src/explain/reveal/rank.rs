@@ -194,3 +194,25 @@ pub(super) fn rank_level(pr: &mut Prober, sets: &[LevelSet]) -> Result<Vec<Vec<u
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sample;
+
+    #[test]
+    fn a_sample_is_sorted_distinct_and_holds_the_leaf_it_must() {
+        let leaves: Vec<u32> = (0..1000).map(|x| 3 * x + 1).collect();
+        for (s, must) in [(256, None), (256, Some(2998)), (16, Some(1)), (1000, None), (1, Some(499))] {
+            let got = sample(&leaves, s, must);
+            assert_eq!(got.len(), s, "{s} {must:?}");
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "{s} {must:?}: {got:?}");
+            assert!(got.iter().all(|x| leaves.binary_search(x).is_ok()), "{s} {must:?}");
+            if let Some(g) = must {
+                assert!(got.contains(&g), "{s} {must:?}");
+            }
+        }
+        // evenly spaced: a sample of 256 of 1000 leaves skips at most 4 in a row
+        let got = sample(&leaves, 256, None);
+        assert!(got.windows(2).all(|w| w[1] - w[0] <= 3 * 4), "{got:?}");
+    }
+}
