@@ -202,7 +202,13 @@ mod tests {
     #[test]
     fn a_sample_is_sorted_distinct_and_holds_the_leaf_it_must() {
         let leaves: Vec<u32> = (0..1000).map(|x| 3 * x + 1).collect();
-        for (s, must) in [(256, None), (256, Some(2998)), (16, Some(1)), (1000, None), (1, Some(499))] {
+        for (s, must) in [
+            (256, None),
+            (256, Some(2998)),
+            (16, Some(1)),
+            (1000, None),
+            (1, Some(499)),
+        ] {
             let got = sample(&leaves, s, must);
             assert_eq!(got.len(), s, "{s} {must:?}");
             assert!(got.windows(2).all(|w| w[0] < w[1]), "{s} {must:?}: {got:?}");
