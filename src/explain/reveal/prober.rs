@@ -98,6 +98,13 @@ impl MxCodes {
     }
 }
 
+/// `v` as a whole number of units of `unit`, at most `most` (None: not
+/// finite, negative, not whole, or more).
+pub(super) fn whole_units(v: f32, unit: f64, most: usize) -> Option<u32> {
+    let c = v as f64 / unit;
+    (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= most as f64).then_some(c as u32)
+}
+
 /// Decodes answers into unit counts (a copy of what the prober knows, so a
 /// launch's answers can be read while the prober runs the next one).
 #[derive(Clone, Copy)]
@@ -110,8 +117,7 @@ pub(super) struct Counter {
 impl Counter {
     /// The number of units an output value holds.
     pub(super) fn count(&self, v: f32) -> Option<u32> {
-        let c = v as f64 / self.unit;
-        (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= self.kl as f64).then_some(c as u32)
+        whole_units(v, self.unit, self.kl)
     }
 
     /// An answer read for a window: an exact count of at most `active`
@@ -119,13 +125,8 @@ impl Counter {
     /// of more units than the output counts exactly), as its tallied value
     /// ([`Windows::value`]).
     pub(super) fn read(&self, windows: &Windows, c: u32, active: u32, v: f32) -> Option<u32> {
-        let got = if windows.exact(c) {
-            self.count(v)
-        } else {
-            let u = v as f64 / self.unit;
-            (u.is_finite() && u >= 0.0 && u.fract() == 0.0).then_some(u.min(u32::MAX as f64) as u32)
-        };
-        windows.value(c, active, got?)
+        let most = if windows.exact(c) { self.kl } else { u32::MAX as usize };
+        windows.value(c, active, whole_units(v, self.unit, most)?)
     }
 
     pub(super) fn not_a_count(&self, subject: &str, v: f32, p: u32, q: u32, i: usize, j: usize) -> RevealError {

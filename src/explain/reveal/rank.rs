@@ -87,8 +87,8 @@ pub(super) fn rank_level(pr: &mut Prober, sets: &[LevelSet]) -> Result<Vec<Vec<u
         })
         .collect();
     while !active.is_empty() {
-        // (counted window, its leaves, zero-test window) per class
-        let mut plan: Vec<(u32, Vec<u32>, Option<u32>)> = Vec::with_capacity(active.len());
+        // (counted window, zero-test window) per class
+        let mut plan: Vec<(u32, Option<u32>)> = Vec::with_capacity(active.len());
         let mut probes: Vec<Key> = Vec::new();
         for c in &active {
             let set = &sets[c.set];
@@ -108,7 +108,7 @@ pub(super) fn rank_level(pr: &mut Prober, sets: &[LevelSet]) -> Result<Vec<Vec<u
                 });
                 (counted, zero)
             };
-            let id = pr.windows.add(counted.clone(), true);
+            let id = pr.windows.add(counted, true);
             for &i in &c.members {
                 let x = set.rest[i];
                 probes.push((set.first, x, id));
@@ -116,13 +116,14 @@ pub(super) fn rank_level(pr: &mut Prober, sets: &[LevelSet]) -> Result<Vec<Vec<u
                     probes.push((set.first, x, z));
                 }
             }
-            plan.push((id, counted, zero));
+            plan.push((id, zero));
         }
         let values = pr.measure(&probes)?;
         let mut at = 0;
         let mut next = Vec::new();
-        for (c, (id, counted, zero)) in active.into_iter().zip(plan) {
+        for (c, (id, zero)) in active.into_iter().zip(plan) {
             let set = &sets[c.set];
+            let counted = pr.windows.leaves(id);
             // (count with x's own unit, all lost in the zero test, member)
             let mut ranked: Vec<(u32, bool, usize)> = Vec::with_capacity(c.members.len());
             for &i in &c.members {
@@ -146,7 +147,7 @@ pub(super) fn rank_level(pr: &mut Prober, sets: &[LevelSet]) -> Result<Vec<Vec<u
                 path[c.set][i].push(count);
                 ranked.push((count, closed, i));
             }
-            if zero.is_none() && c.candidates.len() <= w {
+            if c.candidates.len() <= w {
                 continue; // counted exactly: every class is one ancestor
             }
             ranked.sort_unstable();

@@ -32,7 +32,7 @@
 use super::error::RevealError;
 use super::keys::{at, Key, NO_WINDOW};
 use super::options::Scheme;
-use super::prober::{refill, Prober};
+use super::prober::{refill, whole_units, Prober};
 use super::repeats::{ChangedAnswer, Repeats};
 use crate::explain::shape::Shape;
 use crate::order::InType;
@@ -360,8 +360,7 @@ impl Prober<'_> {
                     if same[t] == Some(val) {
                         return None;
                     }
-                    let c = val as f64 / unit;
-                    let after = (c.is_finite() && c >= 0.0 && c.fract() == 0.0 && c <= kl as f64).then_some(c as u32);
+                    let after = whole_units(val, unit, kl);
                     (after != Some(pr.before)).then(|| {
                         let (launch, row, col) = at(id, i, j);
                         ChangedAnswer {

@@ -102,6 +102,11 @@ impl Windows {
         (self.list.len() - 1) as u32
     }
 
+    /// The leaves of window `c` (sorted).
+    pub(super) fn leaves(&self, c: u32) -> &[u32] {
+        &self.list[c as usize].0
+    }
+
     /// Whether the answers of window `c` are exact counts ([`NO_WINDOW`]:
     /// every term, exact).
     pub(super) fn exact(&self, c: u32) -> bool {
