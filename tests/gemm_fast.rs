@@ -1037,6 +1037,47 @@ fn negative_zero_from_underflow() {
     }
 }
 
+/// Sums below 2^-126: the fused sum's result truncates onto the subnormal
+/// grid (3 units of 2^-151 give 0, where rounding to nearest would give
+/// 2^-149), and products of mixed signs cancel there.
+#[test]
+fn subnormal_sums_truncate() {
+    let (m, n, kk) = (4, 16, 32);
+    let mut a = vec![0f32; m * kk];
+    let mut b = vec![0f32; kk * n];
+    for i in 0..m {
+        for x in 0..kk {
+            let sign = if (x + i) % 3 == 0 { -1.0 } else { 1.0 };
+            a[i * kk + x] = sign * (1.0 + ((i * kk + x) % 8) as f32 / 8.0) * 2f32.powi(-75 - (x % 5) as i32);
+        }
+    }
+    for x in 0..kk {
+        for j in 0..n {
+            b[x * n + j] = (1.0 + ((x * 7 + j) % 16) as f32 / 16.0) * 2f32.powi(-74 - (j % 4) as i32);
+        }
+    }
+    // one row: a single product of 0.75 * 2^-149 (3 units of 2^-151), C = 0
+    a[..kk].fill(0.0);
+    a[0] = 0.75 * 2f32.powi(-75);
+    for s in ["hopper-bf16", "ampere-bf16", "hopper-bf16;out=bf16"] {
+        let case = f32_case(s, &a, &b, m, n, kk);
+        check(&case, None, false, &mut Tally::default());
+        let want = gemm_generic(&case.order, &case.problem(), None).unwrap();
+        let subnormal = want
+            .iter()
+            .filter(|v| **v != 0.0 && v.abs() < f32::MIN_POSITIVE)
+            .count();
+        // (out=bf16 keeps 7 bits below 2^-126: every sum here truncates to 0)
+        assert!(
+            subnormal >= n || s.ends_with("out=bf16"),
+            "{s}: {subnormal} subnormal results"
+        );
+        if s == "hopper-bf16" {
+            assert_eq!(want[0], 0.0, "3 units of 2^-151 truncate to 0");
+        }
+    }
+}
+
 /// Sixteen largest-significand products at the exponent of a large C: the
 /// exact sum needs 32 bits (the i32 lanes' overflow path).
 #[test]

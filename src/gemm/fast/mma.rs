@@ -29,6 +29,9 @@ use crate::format::{pow2, pow2_f32};
 use crate::order::Mma;
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+mod words;
+
 const TILE_ROWS: usize = 16;
 const TILE_COLS: usize = 256;
 
@@ -64,15 +67,58 @@ fn split(x: f32, fi: u32, emin: i32) -> Option<(i32, i32)> {
     Some((if b >> 31 != 0 { -v } else { v }, e))
 }
 
+/// The lanes a fused sum is computed in (chosen once per GEMM: the
+/// decomposition depends on it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lanes {
+    /// i32 lanes on word pairs (`words`; AVX-512 only).
+    Words,
+    /// i32 lanes.
+    Narrow,
+    /// i64 lanes.
+    Wide,
+}
+
+/// The word pair of a zero, a padding term or a non-finite input.
+const ONE_PAIR: i32 = 1 << 16;
+
+/// `(la, lb)`, the pre-shifts of A's and B's significands in word pairs
+/// (`la + lb = L + 1`), where both pairs fit signed words and the `words`
+/// kernel applies (`fi` fraction bits, F <= 29); None otherwise.
+fn pair_shifts(fi: u32, f: u32) -> Option<(u32, u32)> {
+    // a significand has fi + 1 bits; a word holds 15 of them
+    let room = 14u32.checked_sub(fi)?;
+    let l1 = f.saturating_sub(2 * fi) + 1;
+    if f > 29 || l1 > 2 * room {
+        return None;
+    }
+    let la = room.min(l1);
+    Some((la, l1 - la))
+}
+
+/// The word pair `(σ, σ·(x << l))` as one i32 (`x << l` below 2^15; σ = -1
+/// if `neg`, else 1): `vpmaddwd` of two pairs is `σa·σb·(xa·xb << (la + lb) + 1)`.
+#[inline(always)]
+fn pair(x: u32, l: u32, neg: bool) -> i32 {
+    let lo = (x << l) as i32;
+    debug_assert!(lo < 1 << 15);
+    if neg {
+        ((0xFFFF_u32 << 16) | (-lo) as u16 as u32) as i32
+    } else {
+        ONE_PAIR | lo
+    }
+}
+
 /// Decomposed operands.
 struct Dec {
-    /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L, e,
-    /// and the sign (0 or 0xFFFF); index k is the zero padding product's
-    /// operand.
+    /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L (with
+    /// `Lanes::Words`, the word pair of `words::pair`), e, and the sign (0 or
+    /// 0xFFFF); index k is the zero padding product's operand.
     xa: Vec<i64>,
     ea: Vec<i32>,
     sa: Vec<u16>,
-    /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]`, and the
+    /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]` (X: the
+    /// word pair with `Lanes::Words`), and the
     /// signs `[panel][k + 1]` (bit x: column 16 panel + x is negative).
     b: Vec<i32>,
     bs: Vec<u16>,
@@ -168,8 +214,18 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
     if !(narrow || (pmax <= i64::MAX as u128 && sum + ctmax <= i64::MAX as u128)) {
         return None;
     }
+    // (la, lb): the word pairs' pre-shifts where that kernel applies
+    let pairs = (cfg!(target_arch = "x86_64") && isa == Isa::Avx512 && narrow && nmax <= 32)
+        .then(|| pair_shifts(fi, m.f))
+        .flatten();
+    let lanes = match (pairs, narrow) {
+        (Some(_), _) => Lanes::Words,
+        (None, true) => Lanes::Narrow,
+        (None, false) => Lanes::Wide,
+    };
+    let x_zero = if pairs.is_some() { ONE_PAIR } else { 0 };
     // decompose A rows
-    let mut xa: Vec<i64> = zeroed(rows.len() * (k + 1));
+    let mut xa: Vec<i64> = vec![x_zero as i64; rows.len() * (k + 1)];
     let mut ea = vec![ZERO_E; rows.len() * (k + 1)];
     let mut sa: Vec<u16> = zeroed(rows.len() * (k + 1));
     let mut bad_rows = vec![false; rows.len()];
@@ -180,6 +236,26 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
         .zip(bad_rows.par_iter_mut())
         .zip(rows.par_iter())
         .all(|((((x, e), sg), bad), &row)| {
+            #[cfg(target_arch = "x86_64")]
+            if let Some((la, _)) = pairs {
+                let sx = inp.scales.filter(|s| s.fused).map(|s| &s.xa[row * k..(row + 1) * k]);
+                for k0 in (0..k).step_by(16) {
+                    let k1 = (k0 + 16).min(k);
+                    // SAFETY: pairs are chosen only where the CPU runs AVX-512
+                    let Some((p, ev, neg, b)) = (unsafe {
+                        words::split_block(&inp.a[row * k + k0..row * k + k1], sx.map(|s| &s[k0..k1]), fi, emin, la)
+                    }) else {
+                        return false;
+                    };
+                    for q in 0..k1 - k0 {
+                        x[k0 + q] = p[q] as i64;
+                        sg[k0 + q] = if neg >> q & 1 != 0 { 0xFFFF } else { 0 };
+                    }
+                    e[k0..k1].copy_from_slice(&ev[..k1 - k0]);
+                    *bad |= b;
+                }
+                return true;
+            }
             for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
                 let sx = inp.fused_exp_a(row * k + kk);
                 if !v.is_finite() || sx == i32::MIN {
@@ -189,7 +265,10 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                 let Some((xv, ev)) = split(v, fi, emin) else {
                     return false;
                 };
-                x[kk] = (xv.unsigned_abs() as i64) << l;
+                x[kk] = match pairs {
+                    Some((la, _)) => pair(xv.unsigned_abs(), la, xv < 0) as i64,
+                    None => (xv.unsigned_abs() as i64) << l,
+                };
                 e[kk] = if xv == 0 { ev } else { ev + sx };
                 sg[kk] = if xv < 0 { 0xFFFF } else { 0 };
             }
@@ -206,10 +285,31 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
         .enumerate()
         .all(|(panel, ((dst, sg), bad))| {
             for row in dst.chunks_mut(32) {
+                row[..16].fill(x_zero);
                 row[16..].fill(ZERO_E);
             }
             for (x, bad) in bad.iter_mut().enumerate().take(16.min(n - panel * 16)) {
                 let j = panel * 16 + x;
+                #[cfg(target_arch = "x86_64")]
+                if let Some((_, lb)) = pairs {
+                    let sx = inp.scales.filter(|s| s.fused).map(|s| &s.xb[j * k..(j + 1) * k]);
+                    for k0 in (0..k).step_by(16) {
+                        let k1 = (k0 + 16).min(k);
+                        // SAFETY: as for A
+                        let Some((p, ev, neg, b)) = (unsafe {
+                            words::split_block(&inp.bt[j * k + k0..j * k + k1], sx.map(|s| &s[k0..k1]), fi, emin, lb)
+                        }) else {
+                            return false;
+                        };
+                        for q in 0..k1 - k0 {
+                            dst[(k0 + q) * 32 + x] = p[q];
+                            dst[(k0 + q) * 32 + 16 + x] = ev[q];
+                            sg[k0 + q] |= (neg >> q & 1) << x;
+                        }
+                        *bad |= b;
+                    }
+                    continue;
+                }
                 for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {
                     let sx = inp.fused_exp_b(j * k + kk);
                     if !v.is_finite() || sx == i32::MIN {
@@ -219,7 +319,10 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                     let Some((xv, ev)) = split(v, fi, emin) else {
                         return false;
                     };
-                    dst[kk * 32 + x] = xv.abs();
+                    dst[kk * 32 + x] = match pairs {
+                        Some((_, lb)) => pair(xv.unsigned_abs(), lb, xv < 0),
+                        None => xv.abs(),
+                    };
                     dst[kk * 32 + 16 + x] = if xv == 0 { ev } else { ev + sx };
                     sg[kk] |= ((xv < 0) as u16) << x;
                 }
@@ -256,7 +359,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                         let mut d = std::mem::take(&mut bufs.0[st.dst]);
                         let t = Tile { r0, r1, c0, c1, ld };
                         let c = &bufs.0[st.src[0]];
-                        fused_tile(isa, narrow, inp, &dec, p, ks, &t, c, &mut d);
+                        fused_tile(isa, lanes, inp, &dec, p, ks, &t, c, &mut d);
                         if bad_rows[r0..r1].contains(&true) || bad_cols[c0..c1].contains(&true) {
                             specials(inp, ks, &t, &bad_rows, &bad_cols, c, &mut d);
                         }
@@ -378,7 +481,7 @@ struct Tile {
 #[allow(clippy::too_many_arguments)]
 fn fused_tile(
     isa: Isa,
-    narrow: bool,
+    lanes: Lanes,
     inp: &Inputs,
     dec: &Dec,
     p: Params,
@@ -387,24 +490,30 @@ fn fused_tile(
     c: &[f32],
     d: &mut [f32],
 ) {
-    match (isa, narrow) {
+    match (isa, lanes) {
+        // chosen only where the CPU runs AVX-512 (`run`)
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512, true) => unsafe { x86::avx512_narrow(inp, dec, p, ks, t, c, d) },
+        (_, Lanes::Words) if is_x86_feature_detected!("avx512vpopcntdq") => unsafe {
+            words::avx512_vpopcnt(inp, dec, p, ks, t, c, d)
+        },
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512, false) => unsafe { x86::avx512_wide(inp, dec, p, ks, t, c, d) },
+        (_, Lanes::Words) => unsafe { words::avx512(inp, dec, p, ks, t, c, d) },
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2, true) => unsafe { x86::avx2_narrow(inp, dec, p, ks, t, c, d) },
+        (Isa::Avx512, Lanes::Narrow) => unsafe { x86::avx512_narrow(inp, dec, p, ks, t, c, d) },
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2, false) => unsafe { x86::avx2_wide(inp, dec, p, ks, t, c, d) },
-        (_, true) => tile_narrow(inp, dec, p, ks, t, c, d),
-        (_, false) => tile_wide(inp, dec, p, ks, t, c, d),
+        (Isa::Avx512, _) => unsafe { x86::avx512_wide(inp, dec, p, ks, t, c, d) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, Lanes::Narrow) => unsafe { x86::avx2_narrow(inp, dec, p, ks, t, c, d) },
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, _) => unsafe { x86::avx2_wide(inp, dec, p, ks, t, c, d) },
+        (_, Lanes::Narrow) => tile_narrow(inp, dec, p, ks, t, c, d),
+        (_, _) => tile_wide(inp, dec, p, ks, t, c, d),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
     pub(super) unsafe fn avx512_wide(
@@ -443,26 +552,6 @@ mod x86 {
         tile_wide(i, d, p, ks, t, c, o)
     }
 
-    /// Lanes 0..8 / 8..16 of a 16 x i32 vector, sign-extended to i64.
-    #[inline(always)]
-    unsafe fn widen(v: __m512i) -> (__m512i, __m512i) {
-        (
-            _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
-            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)),
-        )
-    }
-
-    /// Two 8 x i64 vectors (values fitting i32) as one 16 x i32 vector.
-    #[inline(always)]
-    unsafe fn narrow(lo: __m512i, hi: __m512i) -> __m512i {
-        _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
-            _mm512_cvtepi64_epi32(hi),
-            1,
-        )
-    }
-
-    /// The i32-lane kernel: 16 columns per vector.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
     pub(super) unsafe fn avx512_narrow(
         i: &Inputs,
@@ -473,201 +562,7 @@ mod x86 {
         c: &[f32],
         o: &mut [f32],
     ) {
-        let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(i.k, |v| v as usize)).collect();
-        // fixed chunk lengths are unrolled
-        // contiguous k lists: constant offsets from their first k
-        let contig = kidx.windows(2).all(|w| w[1] == w[0] + 1);
-        match (kidx.len(), contig) {
-            (8, false) => narrow_body::<8, false>(i, d, p, &kidx, t, c, o),
-            (16, false) => narrow_body::<16, false>(i, d, p, &kidx, t, c, o),
-            (32, false) => narrow_body::<32, false>(i, d, p, &kidx, t, c, o),
-            (8, true) => narrow_body::<8, true>(i, d, p, &kidx, t, c, o),
-            (16, true) => narrow_body::<16, true>(i, d, p, &kidx, t, c, o),
-            (32, true) => narrow_body::<32, true>(i, d, p, &kidx, t, c, o),
-            _ => narrow_body::<0, false>(i, d, p, &kidx, t, c, o),
-        }
-    }
-
-    /// The i32-lane kernel for chunks of KC terms (0: any); CONTIG: the k
-    /// list is `k0, k0 + 1, ..` (the addresses are constant offsets, not
-    /// loads of the list).
-    #[inline(always)]
-    #[allow(clippy::needless_range_loop)] // q indexes kidx and, for fixed KC, es
-    unsafe fn narrow_body<const KC: usize, const CONTIG: bool>(
-        i: &Inputs,
-        d: &Dec,
-        p: Params,
-        kidx: &[usize],
-        t: &Tile,
-        c: &[f32],
-        o: &mut [f32],
-    ) {
-        let k = i.k;
-        let nk = if KC > 0 { KC } else { kidx.len() };
-        debug_assert_eq!(nk, kidx.len());
-        let k0 = kidx.first().copied().unwrap_or(0);
-        let zero = _mm512_setzero_si512();
-        let f = p.f as i32;
-        let r0 = _mm512_set1_epi32(p.r0 as i32);
-        let cshl = _mm512_set1_epi64(p.f.saturating_sub(23) as i64);
-        // C's aligned term (below 2^(F + 1)) fits i32 lanes
-        let c32 = p.f <= 30;
-        let cshl32 = _mm512_set1_epi32(p.f.saturating_sub(23) as i32);
-        let cshr = _mm512_set1_epi32(23u32.saturating_sub(p.f) as i32);
-        let inf = _mm512_set1_epi32(0x7F80_0000);
-        let outsh = _mm512_set1_epi32(23 - p.out as i32);
-        for j in (t.c0..t.c1).step_by(16) {
-            let bp = d.b.as_ptr().add(d.b_at(k, 0, j));
-            let bsp = d.bs.as_ptr().add((j / 16) * (k + 1));
-            for r in t.r0..t.r1 {
-                let xa = &d.xa[r * (k + 1)..(r + 1) * (k + 1)];
-                let ea = &d.ea[r * (k + 1)..(r + 1) * (k + 1)];
-                let sa = &d.sa[r * (k + 1)..(r + 1) * (k + 1)];
-                let lr = (r - t.r0) * t.ld;
-                let cp = c[lr + j - t.c0..][..16].as_ptr();
-                let cb = _mm512_loadu_si512(cp as *const _);
-                let field = _mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(0xFF));
-                let ec = _mm512_sub_epi32(_mm512_max_epi32(field, _mm512_set1_epi32(1)), _mm512_set1_epi32(127));
-                // M (the exponent sums kept when the chunk length is fixed);
-                // max is exact in any grouping: four running maxima, so the
-                // dependency chain is a quarter of the chunk
-                let e_at = |q: usize| {
-                    let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
-                    let eb = _mm512_loadu_si512(bp.add(kx * 32 + 16) as *const _);
-                    _mm512_add_epi32(eb, _mm512_set1_epi32(*ea.get_unchecked(kx)))
-                };
-                let mut es = [zero; KC];
-                let (mut m0, mut m1, mut m2, mut m3) = (ec, ec, ec, ec);
-                let mut q = 0;
-                while q + 4 <= nk {
-                    let (e0, e1, e2, e3) = (e_at(q), e_at(q + 1), e_at(q + 2), e_at(q + 3));
-                    if KC > 0 {
-                        es[q] = e0;
-                        es[q + 1] = e1;
-                        es[q + 2] = e2;
-                        es[q + 3] = e3;
-                    }
-                    m0 = _mm512_max_epi32(m0, e0);
-                    m1 = _mm512_max_epi32(m1, e1);
-                    m2 = _mm512_max_epi32(m2, e2);
-                    m3 = _mm512_max_epi32(m3, e3);
-                    q += 4;
-                }
-                while q < nk {
-                    let e0 = e_at(q);
-                    if KC > 0 {
-                        es[q] = e0;
-                    }
-                    m0 = _mm512_max_epi32(m0, e0);
-                    q += 1;
-                }
-                let m = _mm512_max_epi32(_mm512_max_epi32(m0, m1), _mm512_max_epi32(m2, m3));
-                // products, aligned and truncated, signed, summed: i32 lanes
-                // wrap, so four partial sums give the sum's bits in any
-                // grouping, and each term's sign is applied off the chain
-                let mr = _mm512_add_epi32(m, r0);
-                let term = |q: usize| {
-                    let kx = if CONTIG { k0 + q } else { *kidx.get_unchecked(q) };
-                    let e = if KC > 0 { es[q] } else { e_at(q) };
-                    let xb = _mm512_loadu_si512(bp.add(kx * 32) as *const _);
-                    let prod = _mm512_mullo_epi32(xb, _mm512_set1_epi32(*xa.get_unchecked(kx) as i32));
-                    let v = _mm512_srlv_epi32(prod, _mm512_sub_epi32(mr, e));
-                    let neg = *bsp.add(kx) ^ *sa.get_unchecked(kx);
-                    _mm512_mask_sub_epi32(v, neg, zero, v)
-                };
-                let (mut s0, mut s1, mut s2, mut s3) = (zero, zero, zero, zero);
-                let mut q = 0;
-                while q + 4 <= nk {
-                    s0 = _mm512_add_epi32(s0, term(q));
-                    s1 = _mm512_add_epi32(s1, term(q + 1));
-                    s2 = _mm512_add_epi32(s2, term(q + 2));
-                    s3 = _mm512_add_epi32(s3, term(q + 3));
-                    q += 4;
-                }
-                while q < nk {
-                    s0 = _mm512_add_epi32(s0, term(q));
-                    q += 1;
-                }
-                let s = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
-                // C's term: Xc * 2^(F - 23) >> (M - ec)
-                let xc = _mm512_or_si512(
-                    _mm512_and_si512(cb, _mm512_set1_epi32(0x7F_FFFF)),
-                    _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(field, zero), _mm512_set1_epi32(1 << 23)),
-                );
-                let dc = _mm512_add_epi32(_mm512_sub_epi32(m, ec), cshr);
-                let cneg = _mm512_movepi32_mask(cb);
-                let exp = _mm512_sub_epi32(m, _mm512_set1_epi32(f));
-                let (bits, zm, neg, lead, qe, ovf) = if c32 {
-                    // in i32 lanes (C's term below 2^31); a lane whose sum
-                    // overflows is redone by `finish`
-                    let tc = _mm512_srlv_epi32(_mm512_sllv_epi32(xc, cshl32), dc);
-                    let sum = _mm512_mask_sub_epi32(_mm512_add_epi32(s, tc), cneg, s, tc);
-                    let ovf =
-                        _mm512_movepi32_mask(_mm512_and_si512(_mm512_xor_si512(s, sum), _mm512_xor_si512(tc, sum)))
-                            & !cneg
-                            | _mm512_movepi32_mask(_mm512_and_si512(_mm512_xor_si512(s, tc), _mm512_xor_si512(s, sum)))
-                                & cneg;
-                    let neg = _mm512_movepi32_mask(sum);
-                    let zm = _mm512_cmpeq_epi32_mask(sum, zero);
-                    let mag = _mm512_abs_epi32(sum);
-                    let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(31), _mm512_lzcnt_epi32(mag)), exp);
-                    let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
-                    let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
-                    let left = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
-                    let mm = _mm512_srlv_epi32(_mm512_sllv_epi32(mag, left), _mm512_max_epi32(sh, zero));
-                    (mm, zm, neg, lead, qe, ovf)
-                } else {
-                    // in i64 lanes
-                    let (xlo, xhi) = (
-                        _mm512_cvtepu32_epi64(_mm512_castsi512_si256(xc)),
-                        _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(xc, 1)),
-                    );
-                    let (dlo, dhi) = widen(dc);
-                    let (slo, shi) = widen(s);
-                    let tlo = _mm512_srlv_epi64(_mm512_sllv_epi64(xlo, cshl), dlo);
-                    let thi = _mm512_srlv_epi64(_mm512_sllv_epi64(xhi, cshl), dhi);
-                    let slo = _mm512_mask_sub_epi64(_mm512_add_epi64(slo, tlo), cneg as u8, slo, tlo);
-                    let shi = _mm512_mask_sub_epi64(_mm512_add_epi64(shi, thi), (cneg >> 8) as u8, shi, thi);
-                    let neg = (_mm512_movepi64_mask(slo) as u16) | (_mm512_movepi64_mask(shi) as u16) << 8;
-                    let zm =
-                        (_mm512_cmpeq_epi64_mask(slo, zero) as u16) | (_mm512_cmpeq_epi64_mask(shi, zero) as u16) << 8;
-                    let (alo, ahi) = (_mm512_abs_epi64(slo), _mm512_abs_epi64(shi));
-                    let lz = narrow(_mm512_lzcnt_epi64(alo), _mm512_lzcnt_epi64(ahi));
-                    let lead = _mm512_add_epi32(_mm512_sub_epi32(_mm512_set1_epi32(63), lz), exp);
-                    let qe = _mm512_max_epi32(lead, _mm512_set1_epi32(-126));
-                    let sh = _mm512_sub_epi32(_mm512_sub_epi32(qe, _mm512_set1_epi32(p.out as i32)), exp);
-                    let (left, right) = (
-                        _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero),
-                        _mm512_max_epi32(sh, zero),
-                    );
-                    let ((llo, lhi), (rlo, rhi)) = (widen(left), widen(right));
-                    let mlo = _mm512_srlv_epi64(_mm512_sllv_epi64(alo, llo), rlo);
-                    let mhi = _mm512_srlv_epi64(_mm512_sllv_epi64(ahi, lhi), rhi);
-                    (narrow(mlo, mhi), zm, neg, lead, qe, 0)
-                };
-                // round toward zero to `out` fraction bits: the significand
-                // (out + 1 bits, or fewer below 2^-126) onto the exponent field
-                let mut bits = _mm512_add_epi32(
-                    _mm512_slli_epi32(_mm512_add_epi32(qe, _mm512_set1_epi32(126)), 23),
-                    _mm512_sllv_epi32(bits, outsh),
-                );
-                bits = _mm512_mask_mov_epi32(bits, _mm512_cmpgt_epi32_mask(lead, _mm512_set1_epi32(127)), inf);
-                bits = _mm512_mask_mov_epi32(bits, zm, zero);
-                bits = _mm512_mask_or_epi32(bits, neg, bits, _mm512_set1_epi32(i32::MIN));
-                let op = o[lr + j - t.c0..][..16].as_mut_ptr();
-                _mm512_storeu_si512(op as *mut _, bits);
-                // rare lanes: C not finite, an i32 overflow
-                let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF)) | ovf;
-                if special != 0 {
-                    let (mut sa, mut ma) = ([0i32; 16], [0i32; 16]);
-                    _mm512_storeu_si512(sa.as_mut_ptr() as *mut _, s);
-                    _mm512_storeu_si512(ma.as_mut_ptr() as *mut _, m);
-                    for l in (0..16).filter(|l| special >> l & 1 != 0) {
-                        *op.add(l) = finish(sa[l] as i64, ma[l], *cp.add(l), p);
-                    }
-                }
-            }
-        }
+        tile_narrow(i, d, p, ks, t, c, o)
     }
 }
 
@@ -827,6 +722,36 @@ mod tests {
             );
             assert_eq!(rz(neg, mag, exp, out).to_bits(), want.to_bits(), "{mag} {exp} {out}");
         }
+    }
+
+    #[test]
+    fn pairs_multiply_to_signed_products_plus_sign() {
+        // y = σa σb (Xa Xb << (la + lb) + 1), as vpmaddwd reads two word pairs
+        for (fi, f) in [(7, 25), (10, 25), (3, 13), (3, 25), (2, 27), (7, 24), (23, 0)] {
+            let Some((la, lb)) = pair_shifts(fi, f) else {
+                assert_eq!(fi, 23);
+                continue;
+            };
+            assert_eq!(la + lb, f.saturating_sub(2 * fi) + 1);
+            let top = (1u32 << (fi + 1)) - 1;
+            for (xa, xb) in [(top, top), (1, top), (0, 5), (top, 0), (0, 0)] {
+                for (na, nb) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let (a, b) = (pair(xa, la, na), pair(xb, lb, nb));
+                    let word = |v: i32, h: u32| (v >> (16 * h)) as i16 as i64;
+                    let y = word(a, 0) * word(b, 0) + word(a, 1) * word(b, 1);
+                    let sg = if na != nb { -1 } else { 1 };
+                    assert_eq!(
+                        y,
+                        sg * (((xa as i64 * xb as i64) << (la + lb)) + 1),
+                        "{fi} {f} {xa} {xb}"
+                    );
+                }
+            }
+        }
+        assert_eq!(pair(0, 7, false), ONE_PAIR);
+        assert_eq!(pair_shifts(7, 30), None);
+        assert_eq!(pair_shifts(10, 40), None);
+        assert_eq!(pair_shifts(7, 25), Some((7, 5)));
     }
 
     #[test]
