@@ -1078,6 +1078,34 @@ fn subnormal_sums_truncate() {
     }
 }
 
+/// Nine largest-significand bf16 products at nominal exponent `e` (C = 0):
+/// their exact sum is about 1.12 * 2^30 units of 2^(e - 25), so at e = 123
+/// the result's leading bit is at 2^128 (inf) and at e = 122 at 2^127 (the
+/// largest finite values), while no i32 sum overflows.
+#[test]
+fn sums_at_the_edge_of_the_range() {
+    let top = 1.9921875f32; // 1.1111111b, the largest bf16 significand
+    for (e, inf) in [(123, true), (122, false)] {
+        let (m, n, kk) = (2, 16, 16);
+        let mut a = vec![0f32; m * kk];
+        let mut b = vec![0f32; kk * n];
+        for x in 0..9 {
+            a[x] = top * 2f32.powi(61);
+            a[kk + x] = -top * 2f32.powi(61);
+            for j in 0..n {
+                b[x * n + j] = top * 2f32.powi(e - 61);
+            }
+        }
+        for s in ["hopper-bf16", "hopper-bf16;out=bf16"] {
+            let case = f32_case(s, &a, &b, m, n, kk);
+            check(&case, None, false, &mut Tally::default());
+            let want = gemm_generic(&case.order, &case.problem(), None).unwrap();
+            assert_eq!(want[0].is_infinite(), inf, "{s} at {e}: {}", want[0]);
+            assert_eq!(want[n], -want[0], "{s} at {e}");
+        }
+    }
+}
+
 /// Sixteen largest-significand products at the exponent of a large C: the
 /// exact sum needs 32 bits (the i32 lanes' overflow path).
 #[test]

@@ -9,7 +9,10 @@
 //! `L = max(F - 2fi, 0)`, the right shift is `M - e + max(2fi - F, 0)`. The
 //! products of one fused sum are summed in i32 lanes when they provably fit
 //! (bf16/f16/fp8 with F <= 25, Kc <= 16 .. 32), else in i64 lanes; C is added
-//! in i64; the sum is rounded toward zero as `step::round_exact` does.
+//! in i64; the sum is rounded toward zero as `step::round_exact` does. On
+//! AVX-512, where both significands fit 15 bits with their pre-shifts, the i32
+//! kernel is `words` (products by `vpmaddwd` on word pairs, the rounding by the
+//! float unit), which reads its own decomposition (`Lanes::Words`).
 //!
 //! MX `scale=fused` adds each element's block scale exponent to its `e`;
 //! MX `scale=block` promotes each block's partial with `s = 2^Xa * 2^Xb`

@@ -19,10 +19,9 @@
 //! then a truncating conversion); the i32 sum converts to f32 toward zero,
 //! is scaled by `2^(M - F)` toward zero and loses its low `23 - out` bits:
 //! truncations onto nested grids compose to the one truncation of
-//! `step::round_exact(.., Rz)` at `out` bits (subnormals included). A sum
-//! whose leading bit is at `2^128` or above becomes ±inf, as `finish` says.
-//! Lanes whose sum with C's term could leave i32, or whose C is not finite,
-//! are redone by `finish`.
+//! `step::round_exact(.., Rz)` at `out` bits (subnormals included). Lanes
+//! whose sum with C's term could leave i32, whose sum could reach `2^128`
+//! (±inf in `finish`), or whose C is not finite are redone by `finish`.
 
 use super::{finish, Dec, Inputs, Params, Tile, ONE_PAIR, TILE_ROWS, ZERO_E};
 use std::arch::x86_64::*;
@@ -119,8 +118,7 @@ unsafe fn body<const KC: usize, const CONTIG: bool, const VP: bool>(
     // |sum| above this may leave i32 once C's term (below 2^(F + 1)) is added
     let safe = _mm512_set1_epi32(i32::MAX - (1 << (p.f + 1)) + 1);
     let keep = _mm512_set1_epi32(!((1i32 << (23 - p.out)) - 1));
-    let sign = _mm512_set1_epi32(i32::MIN);
-    let inf = _mm512_set1_epi32(0x7F80_0000);
+    let huge = _mm512_set1_epi32(97 + p.f as i32);
     for j in (t.c0..t.c1).step_by(16) {
         let bp = d.b.as_ptr().add(d.b_at(k, 0, j));
         let bsp = d.bs.as_ptr().add((j / 16) * (k + 1));
@@ -195,14 +193,13 @@ unsafe fn body<const KC: usize, const CONTIG: bool, const VP: bool>(
             let ovf = _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(s), safe);
             let sf = _mm512_cvt_roundepi32_ps::<RZ>(_mm512_add_epi32(s, tc));
             let v = _mm512_scalef_round_ps::<RZ>(sf, _mm512_sub_ps(_mm512_setzero_ps(), fm));
-            let mut bits = _mm512_and_si512(_mm512_castps_si512(v), keep);
-            // the leading bit at 2^128 or above: getexp(sum) + M - F >= 128
-            let big = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_getexp_ps(sf), _mm512_add_ps(fm, _mm512_set1_ps(128.0)));
-            bits = _mm512_mask_ternarylogic_epi32::<0xEA>(bits, big, sign, inf);
+            let bits = _mm512_and_si512(_mm512_castps_si512(v), keep);
             let op = o[lr + j - t.c0..][..16].as_mut_ptr();
             _mm512_storeu_si512(op as *mut _, bits);
-            // rare lanes: C not finite, a sum that may leave i32
-            let special = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF)) | ovf;
+            // rare lanes: C not finite, a sum that may leave i32, a sum that
+            // may reach 2^128 (|sum| < 2^31: only where M - F + 30 >= 128)
+            let special =
+                _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF)) | ovf | _mm512_cmpgt_epi32_mask(m, huge);
             if special != 0 {
                 let (mut sv, mut mv) = ([0i32; 16], [0i32; 16]);
                 _mm512_storeu_si512(sv.as_mut_ptr() as *mut _, s);
