@@ -5,6 +5,7 @@
 use super::problem::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
 use crate::format::{e8m0_exponent, encode_f32, pow2, CastPolicy, Format};
 use crate::order::{Family, InType, MxScale, Order};
+use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// Sizes checked before anything is allocated: K at most
@@ -229,9 +230,8 @@ fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), Ge
         return Ok(()); // f32: every value
     };
     // a direct-mapped memo of verdicts by exact bits (MX operands hold
-    // at most 256 distinct values)
-    let mut memo = vec![(0u32, 0u8); 1024];
-    let mut ok = |x: f32| -> bool {
+    // at most 256 distinct values), one per block of the parallel scan
+    let ok = |memo: &mut [(u32, u8)], x: f32| -> bool {
         if normal.holds(x) {
             return true;
         }
@@ -244,8 +244,13 @@ fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), Ge
         *slot = (b, 1 + r as u8);
         r
     };
+    const BLOCK: usize = 1 << 16;
     for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
-        if let Some(i) = v.iter().position(|&x| !ok(x)) {
+        let first = v.par_chunks(BLOCK).enumerate().find_map_first(|(at, block)| {
+            let mut memo = vec![(0u32, 0u8); 1024];
+            block.iter().position(|&x| !ok(&mut memo, x)).map(|i| at * BLOCK + i)
+        });
+        if let Some(i) = first {
             // report B's index in the caller's layout
             let idx = if name == "B" && p.b_layout == BLayout::Kn {
                 (i % cols) * n + i / cols

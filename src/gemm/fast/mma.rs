@@ -99,23 +99,10 @@ fn pair_shifts(fi: u32, f: u32) -> Option<(u32, u32)> {
     Some((la, l1 - la))
 }
 
-/// The word pair `(σ, σ·(x << l))` as one i32 (`x << l` below 2^15; σ = -1
-/// if `neg`, else 1): `vpmaddwd` of two pairs is `σa·σb·(xa·xb << (la + lb) + 1)`.
-#[inline(always)]
-fn pair(x: u32, l: u32, neg: bool) -> i32 {
-    let lo = (x << l) as i32;
-    debug_assert!(lo < 1 << 15);
-    if neg {
-        ((0xFFFF_u32 << 16) | (-lo) as u16 as u32) as i32
-    } else {
-        ONE_PAIR | lo
-    }
-}
-
 /// Decomposed operands.
 struct Dec {
     /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L (with
-    /// `Lanes::Words`, the word pair of `words::pair`), e, and the sign (0 or
+    /// `Lanes::Words`, the word pair `(σ, σ·X << la)` of `words`), e, and the sign (0 or
     /// 0xFFFF); index k is the zero padding product's operand.
     xa: Vec<i64>,
     ea: Vec<i32>,
@@ -268,10 +255,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                 let Some((xv, ev)) = split(v, fi, emin) else {
                     return false;
                 };
-                x[kk] = match pairs {
-                    Some((la, _)) => pair(xv.unsigned_abs(), la, xv < 0) as i64,
-                    None => (xv.unsigned_abs() as i64) << l,
-                };
+                x[kk] = (xv.unsigned_abs() as i64) << l;
                 e[kk] = if xv == 0 { ev } else { ev + sx };
                 sg[kk] = if xv < 0 { 0xFFFF } else { 0 };
             }
@@ -322,10 +306,7 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                     let Some((xv, ev)) = split(v, fi, emin) else {
                         return false;
                     };
-                    dst[kk * 32 + x] = match pairs {
-                        Some((_, lb)) => pair(xv.unsigned_abs(), lb, xv < 0),
-                        None => xv.abs(),
-                    };
+                    dst[kk * 32 + x] = xv.abs();
                     dst[kk * 32 + 16 + x] = if xv == 0 { ev } else { ev + sx };
                     sg[kk] |= ((xv < 0) as u16) << x;
                 }
@@ -378,15 +359,19 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
             std::mem::take(&mut bufs.0[plan.root_slot])
         })
         .collect();
+    // tiles are in row-block order, n.div_ceil(tc) to a block of rows
     let mut out: Vec<f32> = zeroed(rows.len() * n);
-    for (&(r0, c0), t) in tiles.iter().zip(done) {
-        let r1 = (r0 + TILE_ROWS).min(rows.len());
-        let c1 = (c0 + tc).min(n);
-        let ld = (c1 - c0).next_multiple_of(16);
-        for r in r0..r1 {
-            out[r * n + c0..r * n + c1].copy_from_slice(&t[(r - r0) * ld..(r - r0) * ld + (c1 - c0)]);
-        }
-    }
+    out.par_chunks_mut((TILE_ROWS * n).max(1))
+        .zip(done.par_chunks(n.div_ceil(tc).max(1)))
+        .for_each(|(block, row_tiles)| {
+            for (c0, t) in (0..n).step_by(tc).zip(row_tiles) {
+                let c1 = (c0 + tc).min(n);
+                let ld = (c1 - c0).next_multiple_of(16);
+                for (r, line) in block.chunks_mut(n).enumerate() {
+                    line[c0..c1].copy_from_slice(&t[r * ld..r * ld + (c1 - c0)]);
+                }
+            }
+        });
     Some(out)
 }
 
@@ -727,6 +712,18 @@ mod tests {
         }
     }
 
+    /// The word pair `(σ, σ·(x << l))` as one i32 (`x << l` below 2^15; σ = -1
+    /// if `neg`, else 1): `vpmaddwd` of two pairs is `σa·σb·(xa·xb << (la + lb) + 1)`.
+    fn pair(x: u32, l: u32, neg: bool) -> i32 {
+        let lo = (x << l) as i32;
+        debug_assert!(lo < 1 << 15);
+        if neg {
+            ((0xFFFF_u32 << 16) | (-lo) as u16 as u32) as i32
+        } else {
+            ONE_PAIR | lo
+        }
+    }
+
     #[test]
     fn pairs_multiply_to_signed_products_plus_sign() {
         // y = σa σb (Xa Xb << (la + lb) + 1), as vpmaddwd reads two word pairs
@@ -755,6 +752,90 @@ mod tests {
         assert_eq!(pair_shifts(7, 30), None);
         assert_eq!(pair_shifts(10, 40), None);
         assert_eq!(pair_shifts(7, 25), Some((7, 5)));
+    }
+
+    /// `words::split_block` against the scalar `split` and `pair` (the
+    /// decomposition `run` did per element before).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn split_block_matches_split_and_pair() {
+        if Isa::detect() != Isa::Avx512 {
+            return;
+        }
+        let mut s = 3u64;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as u32
+        };
+        for t in [InType::Bf16, InType::F16, InType::E4M3, InType::E5M2] {
+            let (fi, emin) = (t.frac_bits(), t.emin());
+            let (la, _) = pair_shifts(fi, 25).unwrap();
+            let (mut blocks, mut refused) = (0, 0);
+            for round in 0..4_000 {
+                let len = 1 + next() as usize % 16;
+                let v: Vec<f32> = (0..len)
+                    .map(|_| match next() % 16 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 => f32::INFINITY,
+                        3 => f32::NAN,
+                        // any pattern: mostly not representable
+                        4 if round % 8 == 0 => f32::from_bits(next()),
+                        _ => {
+                            // a value of the type: fi fraction bits, a small exponent
+                            let m = (next() & ((1 << fi) - 1)) as f32 / (1 << fi) as f32;
+                            let e = emin + (next() % 24) as i32;
+                            let sign = if next() % 2 == 0 { 1.0 } else { -1.0 };
+                            sign * (1.0 + m) * 2f32.powi(e)
+                        }
+                    })
+                    .collect();
+                let sx: Vec<i32> = (0..len)
+                    .map(|_| {
+                        if next() % 50 == 0 {
+                            i32::MIN
+                        } else {
+                            next() as i32 % 9 - 4
+                        }
+                    })
+                    .collect();
+                let scaled = round % 2 == 0;
+                let got = unsafe { words::split_block(&v, scaled.then_some(&sx[..]), fi, emin, la) };
+                // the scalar decomposition of `run`
+                let mut want = Some(([ONE_PAIR; 16], [ZERO_E; 16], 0u16, false));
+                for (q, &x) in v.iter().enumerate() {
+                    let sc = if scaled { sx[q] } else { 0 };
+                    let w = want.as_mut().unwrap();
+                    if !x.is_finite() || sc == i32::MIN {
+                        w.3 = true;
+                        continue;
+                    }
+                    let Some((xv, ev)) = split(x, fi, emin) else {
+                        want = None;
+                        break;
+                    };
+                    w.0[q] = pair(xv.unsigned_abs(), la, xv < 0);
+                    w.1[q] = if xv == 0 { ev } else { ev + sc };
+                    w.2 |= ((xv < 0) as u16) << q;
+                }
+                match (got, want) {
+                    (Some(g), Some(w)) => {
+                        blocks += 1;
+                        assert_eq!(
+                            (&g.0[..len], &g.1[..len], g.2, g.3),
+                            (&w.0[..len], &w.1[..len], w.2, w.3),
+                            "{t:?} {v:?}"
+                        );
+                    }
+                    (None, None) => refused += 1,
+                    (g, w) => panic!("{t:?} {v:?}: {:?} against {:?}", g.is_some(), w.is_some()),
+                }
+            }
+            assert!(
+                blocks > 1_000 && refused > 50,
+                "{t:?}: {blocks} blocks, {refused} refused"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! bits (`super::pair_shifts`), a chunk has at most 32 terms and F <= 29.
 //!
 //! Products. Every element is stored as the word pair `(σ, σ·X << l)`
-//! (`super::pair`; σ = ±1, l = `la` for A and `lb` for B, `la + lb = L + 1`), so
+//! (`split_block`; σ = ±1, l = `la` for A and `lb` for B, `la + lb = L + 1`), so
 //! one `vpmaddwd` gives `y = σa·σb·(x + 1)` with `x = Xa·Xb << (L + 1)`. An
 //! arithmetic right shift by `d + 1` (`d = M + r0 - e` as in `super`) then
 //! gives the term `floor(x / 2^(d + 1)) = floor(Xa·Xb·2^L / 2^d)` where
