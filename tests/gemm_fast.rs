@@ -1078,6 +1078,47 @@ fn subnormal_sums_truncate() {
     }
 }
 
+/// Which kernel computes an order on each instruction set: the word-pair
+/// kernel on AVX-512 where the significands fit words (a fallback that still
+/// gives the right bytes would pass every other test here).
+#[test]
+fn kernels_chosen_by_type_and_instruction_set() {
+    for (s, scale, avx512, other) in [
+        ("hopper-bf16", Scale::Plain, "mma words", "mma i32"),
+        ("hopper-f16;out=bf16", Scale::Plain, "mma words", "mma i32"),
+        ("hopper-fp8-wgmma", Scale::Plain, "mma words", "mma i32"),
+        (
+            "mma(k=32,f=13,out=13,in=e4m3);scale=fused",
+            Scale::Fused,
+            "mma words",
+            "mma i32",
+        ),
+        ("mma(k=32,f=25,in=e4m3);scale=fused", Scale::Fused, "mma i64", "mma i64"),
+        ("mma(k=8,f=24,in=e5m2,c=late)", Scale::Plain, "mma words", "mma i32"),
+        ("mma(k=8,f=27,in=e5m2,c=late)", Scale::Plain, "mma i64", "mma i64"),
+        ("mma(k=64,f=13,out=13,in=e4m3)", Scale::Plain, "mma i32", "mma i32"),
+        ("mma(k=4,f=30,in=f32)", Scale::Plain, "mma i64", "mma i64"),
+        (
+            "mma(k=16,f=40,out=20,in=bf16,split=halves)",
+            Scale::Plain,
+            "mma i64",
+            "mma i64",
+        ),
+        ("fma", Scale::Plain, "fma", "fma"),
+    ] {
+        let order: Order = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
+        let case = Case::new(order, scale, 5, 40, 64, 9, false);
+        let p = case.problem();
+        let prep = prepare(&case.order, &p).unwrap();
+        let rows: Vec<usize> = (0..case.m).collect();
+        for isa in isas() {
+            let got = compute_isa(&case.order, &prep, &rows, isa).unwrap();
+            let want = if isa == Isa::Avx512 { avx512 } else { other };
+            assert_eq!(got.kernel, want, "{s} {isa:?}");
+        }
+    }
+}
+
 /// Nine largest-significand bf16 products at nominal exponent `e` (C = 0):
 /// their exact sum is about 1.12 * 2^30 units of 2^(e - 25), so at e = 123
 /// the result's leading bit is at 2^128 (inf) and at e = 122 at 2^127 (the

@@ -173,10 +173,11 @@ impl Inputs<'_> {
     }
 }
 
-/// The selected rows of C, every output computed (specials included). None
-/// where the kernel's integer width is insufficient, an input is not
-/// representable in the step's type, or the tree has unexpected parameters.
-pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32>> {
+/// The selected rows of C, every output computed (specials included), and
+/// the lanes' name (`Computed::kernel`). None where the kernel's integer
+/// width is insufficient, an input is not representable in the step's type,
+/// or the tree has unexpected parameters.
+pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f32>, &'static str)> {
     let (k, n, rows) = (inp.k, inp.n, inp.rows);
     let fi = m.input.frac_bits();
     let emin = m.input.emin();
@@ -372,7 +373,12 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<Vec<f32
                 }
             }
         });
-    Some(out)
+    let name = match lanes {
+        Lanes::Words => "mma words",
+        Lanes::Narrow => "mma i32",
+        Lanes::Wide => "mma i64",
+    };
+    Some((out, name))
 }
 
 /// For the outputs of the tile whose row of A or column of B is marked,

@@ -56,6 +56,10 @@ pub struct Computed {
     /// Indices into `values`, ascending, of the outputs handed to the
     /// evaluator: exactly those whose value is NaN.
     pub handed_off: Vec<usize>,
+    /// The kernel that computed them: `fma`, or for mma families the lanes
+    /// of the fused sums, `mma words` (AVX-512 word pairs), `mma i32` or
+    /// `mma i64` (none for an empty result).
+    pub kernel: &'static str,
 }
 
 /// The selected rows of C (row-major `[rows.len(), N]`) with the fast
@@ -70,7 +74,9 @@ pub fn gemm(order: &Order, prep: &Prepared, rows: &[usize]) -> Option<Vec<f32>> 
 #[doc(hidden)]
 pub fn gemm_isa(order: &Order, prep: &Prepared, rows: &[usize], isa: Isa) -> Option<Vec<f32>> {
     let tree = order.compile(prep.terms());
-    let Computed { mut values, handed_off } = kernels(order, &tree, prep, rows, isa)?;
+    let Computed {
+        mut values, handed_off, ..
+    } = kernels(order, &tree, prep, rows, isa)?;
     if handed_off.is_empty() {
         return Some(values);
     }
@@ -110,11 +116,12 @@ fn kernels(order: &Order, tree: &Tree, prep: &Prepared, rows: &[usize], isa: Isa
         return Some(Computed {
             values: vec![0.0; rows.len() * n],
             handed_off: Vec::new(),
+            kernel: "none",
         });
     }
     let plan = Plan::from_tree(tree)?;
-    let values = match (order.family, scales) {
-        (Family::Fma | Family::MulAdd, None) => fma::run(&plan, a, bt, k, n, rows, isa),
+    let (values, kernel) = match (order.family, scales) {
+        (Family::Fma | Family::MulAdd, None) => (fma::run(&plan, a, bt, k, n, rows, isa), "fma"),
         (Family::Mma(m), scales) => {
             let inp = mma::Inputs {
                 a,
@@ -136,7 +143,11 @@ fn kernels(order: &Order, tree: &Tree, prep: &Prepared, rows: &[usize], isa: Isa
         true => (0..values.len()).filter(|&x| values[x].is_nan()).collect(),
         false => Vec::new(),
     };
-    Some(Computed { values, handed_off })
+    Some(Computed {
+        values,
+        handed_off,
+        kernel,
+    })
 }
 
 #[cfg(test)]

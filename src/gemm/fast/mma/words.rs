@@ -26,6 +26,7 @@
 use super::{finish, Dec, Inputs, Params, Tile, ONE_PAIR, TILE_ROWS, ZERO_E};
 use std::arch::x86_64::*;
 
+/// The fused sum over `ks` for the tile, where the CPU has VPOPCNTDQ.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn avx512_vpopcnt(
     i: &Inputs,
@@ -39,6 +40,7 @@ pub(super) unsafe fn avx512_vpopcnt(
     dispatch::<true>(i, d, p, ks, t, c, o)
 }
 
+/// The same where it lacks VPOPCNTDQ (the counts by a nibble table).
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn avx512(i: &Inputs, d: &Dec, p: Params, ks: &[Option<u32>], t: &Tile, c: &[f32], o: &mut [f32]) {
     dispatch::<false>(i, d, p, ks, t, c, o)
