@@ -115,6 +115,25 @@ fn mma_rejects_values_its_input_type_cannot_hold() {
     );
     // but f16 holds it
     assert!(gemm_generic(&"hopper-f16".parse().unwrap(), &prob(&a, &b, m, n, k), None).is_ok());
+    // the first of several, beyond the first block of the parallel scan
+    let (m, k) = (2, 40_000);
+    let mut a = vec![1.5f32; m * k];
+    let b = vec![0.25f32; k * n];
+    for at in [70_001, 70_002, 79_999] {
+        a[at] = 1.0 + 2f32.powi(-10);
+    }
+    let err = gemm_generic(&"hopper-bf16".parse().unwrap(), &prob(&a, &b, m, n, k), None).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GemmError::NotRepresentable {
+                operand: "A",
+                index: 70_001,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
