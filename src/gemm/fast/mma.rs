@@ -102,14 +102,14 @@ fn pair_shifts(fi: u32, f: u32) -> Option<(u32, u32)> {
 /// Decomposed operands.
 struct Dec {
     /// A rows (the selected ones) `[row][k + 1]`: X pre-shifted by L (with
-    /// `Lanes::Words`, the word pair `(σ, σ·X << la)` of `words`), e, and the sign (0 or
-    /// 0xFFFF); index k is the zero padding product's operand.
+    /// `Lanes::Words`, the word pair `(σ, σ·X << la)` of `words`), e, and
+    /// the sign (0 or 0xFFFF); index k is the zero padding product's operand.
     xa: Vec<i64>,
     ea: Vec<i32>,
     sa: Vec<u16>,
     /// B in panels of 16 columns, `[panel][k + 1][X x 16, e x 16]` (X: the
-    /// word pair with `Lanes::Words`), and the
-    /// signs `[panel][k + 1]` (bit x: column 16 panel + x is negative).
+    /// word pair with `Lanes::Words`), and the signs `[panel][k + 1]` (bit
+    /// x: column 16 panel + x is negative).
     b: Vec<i32>,
     bs: Vec<u16>,
 }
