@@ -230,21 +230,20 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
             #[cfg(target_arch = "x86_64")]
             if let Some((la, _)) = pairs {
                 let sx = inp.scales.filter(|s| s.fused).map(|s| &s.xa[row * k..(row + 1) * k]);
-                for k0 in (0..k).step_by(16) {
-                    let k1 = (k0 + 16).min(k);
-                    // SAFETY: pairs are chosen only where the CPU runs AVX-512
-                    let Some((p, ev, neg, b)) = (unsafe {
-                        words::split_block(&inp.a[row * k + k0..row * k + k1], sx.map(|s| &s[k0..k1]), fi, emin, la)
-                    }) else {
-                        return false;
-                    };
-                    for q in 0..k1 - k0 {
-                        x[k0 + q] = p[q] as i64;
-                        sg[k0 + q] = if neg >> q & 1 != 0 { 0xFFFF } else { 0 };
-                    }
-                    e[k0..k1].copy_from_slice(&ev[..k1 - k0]);
-                    *bad |= b;
-                }
+                // SAFETY: pairs are chosen only where the CPU runs AVX-512
+                let split = unsafe {
+                    words::split_row(&inp.a[row * k..(row + 1) * k], sx, fi, emin, la, |k0, p, ev, neg| {
+                        for (q, &pq) in p.iter().enumerate() {
+                            x[k0 + q] = pq as i64;
+                            sg[k0 + q] = if neg >> q & 1 != 0 { 0xFFFF } else { 0 };
+                        }
+                        e[k0..k0 + ev.len()].copy_from_slice(ev);
+                    })
+                };
+                let Some(b) = split else {
+                    return false;
+                };
+                *bad = b;
                 return true;
             }
             for (kk, &v) in inp.a[row * k..(row + 1) * k].iter().enumerate() {
@@ -281,21 +280,20 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
                 #[cfg(target_arch = "x86_64")]
                 if let Some((_, lb)) = pairs {
                     let sx = inp.scales.filter(|s| s.fused).map(|s| &s.xb[j * k..(j + 1) * k]);
-                    for k0 in (0..k).step_by(16) {
-                        let k1 = (k0 + 16).min(k);
-                        // SAFETY: as for A
-                        let Some((p, ev, neg, b)) = (unsafe {
-                            words::split_block(&inp.bt[j * k + k0..j * k + k1], sx.map(|s| &s[k0..k1]), fi, emin, lb)
-                        }) else {
-                            return false;
-                        };
-                        for q in 0..k1 - k0 {
-                            dst[(k0 + q) * 32 + x] = p[q];
-                            dst[(k0 + q) * 32 + 16 + x] = ev[q];
-                            sg[k0 + q] |= (neg >> q & 1) << x;
-                        }
-                        *bad |= b;
-                    }
+                    // SAFETY: as for A
+                    let split = unsafe {
+                        words::split_row(&inp.bt[j * k..(j + 1) * k], sx, fi, emin, lb, |k0, p, ev, neg| {
+                            for (q, (&pq, &eq)) in p.iter().zip(ev).enumerate() {
+                                dst[(k0 + q) * 32 + x] = pq;
+                                dst[(k0 + q) * 32 + 16 + x] = eq;
+                                sg[k0 + q] |= (neg >> q & 1) << x;
+                            }
+                        })
+                    };
+                    let Some(b) = split else {
+                        return false;
+                    };
+                    *bad = b;
                     continue;
                 }
                 for (kk, &v) in inp.bt[j * k..(j + 1) * k].iter().enumerate() {

@@ -269,6 +269,31 @@ pub(super) unsafe fn split_block(
     Some((po, eo, neg & live, bad & live != 0))
 }
 
+/// A row of inputs (A's row or Bᵀ's column, with its fused scale exponents)
+/// split in blocks of 16 (`split_block`); each block's pairs, e and sign
+/// bits are handed to `place` with the block's first index. Whether an
+/// input is not finite (or its scale NaN); None if one is not representable.
+///
+/// # Safety
+/// The CPU runs AVX-512 (F, BW, DQ, VL).
+pub(super) unsafe fn split_row(
+    v: &[f32],
+    sx: Option<&[i32]>,
+    fi: u32,
+    emin: i32,
+    l: u32,
+    mut place: impl FnMut(usize, &[i32], &[i32], u16),
+) -> Option<bool> {
+    let mut bad = false;
+    for k0 in (0..v.len()).step_by(16) {
+        let k1 = (k0 + 16).min(v.len());
+        let (p, ev, neg, b) = split_block(&v[k0..k1], sx.map(|s| &s[k0..k1]), fi, emin, l)?;
+        place(k0, &p[..k1 - k0], &ev[..k1 - k0], neg);
+        bad |= b;
+    }
+    Some(bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
