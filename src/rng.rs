@@ -19,6 +19,13 @@ impl SplitMix64 {
         s
     }
 
+    /// The generator seeded `seed` after `draws` calls of
+    /// [`next_u64`](Self::next_u64) (its state advances by a constant per
+    /// draw), so a stream can be split into blocks drawn in parallel.
+    pub fn after_draws(seed: u64, draws: u64) -> Self {
+        SplitMix64(seed.wrapping_add(draws.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -74,6 +81,17 @@ pub fn bench_input(n: usize) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn after_draws_continues_the_stream() {
+        let mut r = SplitMix64::new(42);
+        for skipped in 0..5u64 {
+            let mut later = SplitMix64::after_draws(42, skipped);
+            let mut again = r.clone();
+            assert_eq!(later.next_u64(), again.next_u64(), "after {skipped} draws");
+            r.next_u64();
+        }
+    }
 
     #[test]
     fn known_stream() {

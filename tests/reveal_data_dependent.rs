@@ -167,6 +167,41 @@ fn static_orders_pass_the_repeats() {
     }
 }
 
+/// Where a launch has room for two sets of the sampled probes (N = 128,
+/// 64 probes), the refill shares the launch of *rescaled up* (its units,
+/// fills and `+-B` x2^4 against the other operand's x2^-4): two repeat
+/// launches, three variants, and each rule still caught by its variant.
+#[test]
+fn the_refill_sharing_a_launch_still_refuses_and_passes() {
+    let s = DataDependent::new("fma", "fma;split=2", Rule::ZeroInColumn);
+    let rep = refused(&s, opts(4, 64, 128));
+    assert!(rep.changed_probes > 0, "{rep:?}");
+    assert!(rep.changed.iter().all(|c| c.repeat == "refilled"), "{rep:?}");
+    // the other order still sums whole units, read with the refill's unit
+    // (1: f32 lines' units of 1 x2^4 against the other operand's 1 x2^-4)
+    assert!(
+        rep.changed.iter().all(|c| c.after.map(|x| x as f32) == Some(c.value)),
+        "{rep:?}"
+    );
+    assert!(
+        rep.repeats[1].starts_with("refilled") && rep.repeats[1].contains("in the launch of rescaled up"),
+        "{:?}",
+        rep.repeats
+    );
+    let s = DataDependent::new("fma", "fma;split=4", Rule::RowMagnitude(128.0));
+    let rep = refused(&s, opts(4, 64, 128));
+    assert!(rep.changed.iter().all(|c| c.repeat == "rescaled down"), "{rep:?}");
+    for rule in [Rule::RowMagnitude(128.0), Rule::ZeroInColumn] {
+        let s = DataDependent::new("fma;split=2", "fma;split=2", rule);
+        let r = explain::reveal(&s, opts(4, 64, 128)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
+        assert_eq!(r.repeats.probes, 64, "{:?}", r.repeats);
+        assert_eq!(r.repeats.repeats.len(), 3, "{:?}", r.repeats);
+        assert_eq!(r.repeats.answers, 2 * 4 * 128, "two launches");
+        assert_eq!(r.repeats.changed_count, 0);
+    }
+}
+
 /// f16 inputs are probed on lines too (units of 2^-24 against 2^15, the
 /// other operand all ones), with their own rescales (`+-B` halved, the
 /// other operand x2 or not): the probes' rows of ones sum to K = 64, under

@@ -26,13 +26,42 @@ pub(crate) struct PySubject {
     pub(crate) inputs: Mutex<[Option<Py<PyArray2<f32>>>; 2]>,
 }
 
+/// Arrays a finished Python subject leaves for the next one (a reveal or
+/// check builds a new subject per call; a 64 MiB B mapped afresh costs its
+/// pages again, see [`reuse_or_new`]); kept only while together at most
+/// [`KEPT_BYTES`].
+static LEFT_ARRAYS: Mutex<[Option<Py<PyArray2<f32>>>; 2]> = Mutex::new([None, None]);
+
+/// Most bytes of arrays kept in [`LEFT_ARRAYS`] (the reveal's launch
+/// buffers keep as much).
+const KEPT_BYTES: usize = 256 << 20;
+
+/// Elements copied per task when an input is copied into the callable's
+/// array (a fixed size: the bytes do not depend on the thread count).
+const COPY_CHUNK: usize = 1 << 16;
+
+/// `src` into `dst` (same length), in parallel chunks from 16 MiB (below
+/// that, waking the threads costs more than it saves, launch after launch).
+fn copy_in(dst: &mut [f32], src: &[f32]) {
+    use rayon::prelude::*;
+    if src.len() < 64 * COPY_CHUNK {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(COPY_CHUNK)
+            .zip(src.par_chunks(COPY_CHUNK))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
 /// `data` as a `shape` float32 array for the callable: the slot's array,
 /// overwritten, when it has that shape, is writeable and only the slot
 /// refers to it (reference count 1: no view, no reference kept by the
 /// callable or anyone else can see the new values); else a new array,
 /// which the slot then keeps. A large new array costs its pages: the
 /// kernel zeroes each on first touch (a 64 MiB B, K = N = 4096, is most of
-/// a probe launch's host time), while a reused one is already mapped.
+/// a probe launch's host time), while a reused one is already mapped; a
+/// new one is zero-filled lazily (numpy's `calloc`) and written in
+/// parallel, so its pages are touched by several threads.
 fn reuse_or_new<'py>(
     py: Python<'py>,
     slot: &mut Option<Py<PyArray2<f32>>>,
@@ -46,16 +75,40 @@ fn reuse_or_new<'py>(
         if only_slot && arr.shape() == shape {
             if let Ok(mut rw) = arr.try_readwrite() {
                 if let Ok(dst) = rw.as_slice_mut() {
-                    dst.copy_from_slice(data);
+                    copy_in(dst, data);
                     drop(rw);
                     return Ok(arr.clone());
                 }
             }
         }
     }
-    let arr = PyArray1::from_slice(py, data).reshape(shape)?;
+    let arr = PyArray2::<f32>::zeros(py, shape, false);
+    {
+        let mut rw = arr.try_readwrite().map_err(|e| PyException::new_err(e.to_string()))?;
+        let dst = rw.as_slice_mut().map_err(|e| PyException::new_err(e.to_string()))?;
+        copy_in(dst, data);
+    }
     *slot = Some(arr.clone().unbind());
     Ok(arr)
+}
+
+impl Drop for PySubject {
+    /// Leaves the arrays of the last call for the next subject, when small
+    /// enough to keep (else they are freed with the subject).
+    fn drop(&mut self) {
+        let Ok(mine) = self.inputs.get_mut() else { return };
+        let bytes: usize = Python::attach(|py| {
+            mine.iter()
+                .flatten()
+                .map(|a| a.bind(py).len() * std::mem::size_of::<f32>())
+                .sum()
+        });
+        if bytes <= KEPT_BYTES {
+            if let Ok(mut left) = LEFT_ARRAYS.lock() {
+                *left = std::mem::take(mine);
+            }
+        }
+    }
 }
 
 impl PySubject {
@@ -230,7 +283,9 @@ pub(crate) fn subject(spec: &Bound<'_, PyAny>, name: Option<String>, ctx: Runner
         func: spec.clone().unbind(),
         name,
         abort: abort.clone(),
-        inputs: Mutex::new([None, None]),
+        // the arrays the last subject left, if any (another subject alive at
+        // the same time finds none and makes its own)
+        inputs: Mutex::new(LEFT_ARRAYS.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default()),
     };
     Ok(Parsed {
         subject: Box::new(s),

@@ -80,6 +80,7 @@ pub(super) fn print_revealed(r: &explain::Revealed, as_json: bool, tree: bool) -
                 "verified_elements": r.verified_elements,
                 "repeated_probes": r.repeats.probes,
                 "repeats": r.repeats.repeats,
+                "repeat_launches": r.repeats.launches,
                 "repeated_answers": r.repeats.answers,
                 "tree": r.shape.listing(),
                 "m": r.m, "k": r.k, "n": r.n, "input": r.input,

@@ -256,7 +256,7 @@ impl fmt::Display for Revealed {
                 f,
                 "{} probes repeated with other values ({} launches: {}): all {} answers the same, the order does not depend on the data",
                 self.repeats.probes,
-                self.repeats.repeats.len(),
+                self.repeats.launches,
                 self.repeats
                     .repeats
                     .iter()

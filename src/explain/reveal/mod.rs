@@ -64,8 +64,9 @@
 //! The probes assume one static tree. When every answer agrees with the
 //! recovered tree, a seeded sample of at most [`REPEAT_PROBES`] probes is
 //! repeated with other values (`repeat.rs`: rescaled up, rescaled down,
-//! swamped units refilled with 0 or half a unit; one launch each, so at
-//! most 3 extra launches). A static tree gives the same counts; any
+//! swamped units refilled with 0 or half a unit; one launch each, the
+//! refill sharing the launch of the first where a launch holds the sample
+//! twice, so at most 3 extra launches). A static tree gives the same counts; any
 //! changed answer is [`RevealError::DataDependent`] naming the probes,
 //! never a tree.
 
@@ -97,7 +98,7 @@ pub use repeats::{ChangedAnswer, Repeats};
 use keys::{At, Key, NO_WINDOW};
 
 use grid::Forest;
-use prober::{magnitudes, refill, Magnitudes, MxCodes, Prober};
+use prober::{magnitudes, Magnitudes, MxCodes, Prober};
 use tally::{Tallies, Windows};
 use verify::{order_shape, random_mx, random_values, shape_key, verify_columns};
 
@@ -898,11 +899,17 @@ fn verify_f32(
     // buffer is zeroed by the kernel page by page as its columns are
     // written)
     let mut b = std::mem::take(&mut pr.buffers.1);
-    refill(&mut b, o.k * o.n, 0.0);
-    for x in 0..o.k {
-        for (t, &j) in cols.iter().enumerate() {
-            b[x * o.n + j] = bc[x * c + t];
-        }
+    {
+        use rayon::prelude::*;
+        b.truncate(o.k * o.n);
+        b.resize(o.k * o.n, 0.0);
+        // every element written once, rows in parallel
+        b.par_chunks_mut(o.n).zip(bc.par_chunks(c)).for_each(|(row, vals)| {
+            row.fill(0.0);
+            for (&j, &v) in cols.iter().zip(vals) {
+                row[j] = v;
+            }
+        });
     }
     let p = Problem {
         a: Matrix::F32(&a),

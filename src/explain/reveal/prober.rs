@@ -189,7 +189,17 @@ impl Drop for Prober<'_> {
 
 /// `v` as `len` copies of `value` (keeping its allocation).
 pub(super) fn refill(v: &mut Vec<f32>, len: usize, value: f32) {
-    v.clear();
+    use rayon::prelude::*;
+    // a 64 MiB launch operand is several milliseconds of one thread's
+    // stores: in fixed chunks, in parallel (below 16 MiB waking the
+    // threads costs more than it saves, launch after launch)
+    const CHUNK: usize = 1 << 16;
+    v.truncate(len);
+    if v.len() < 64 * CHUNK {
+        v.fill(value);
+    } else {
+        v.par_chunks_mut(CHUNK).for_each(|c| c.fill(value));
+    }
     v.resize(len, value);
 }
 
@@ -352,15 +362,16 @@ impl Prober<'_> {
                 if cols {
                     // row by row of B (a column at a time is a strided
                     // write per term: slow at K x N = 4096 x 4096)
+                    use rayon::prelude::*;
                     let count: Vec<usize> = (0..n).map(|j| odd[which(l, j)]).collect();
-                    refill(b, kl * n, 0.0);
-                    for (x, row) in b.chunks_mut(n).enumerate() {
+                    b.truncate(kl * n);
+                    b.resize(kl * n, 0.0);
+                    // every element written once, rows in parallel
+                    b.par_chunks_mut(n).enumerate().for_each(|(x, row)| {
                         for (v, &c) in row.iter_mut().zip(&count) {
-                            if x < c {
-                                *v = lo;
-                            }
+                            *v = if x < c { lo } else { 0.0 };
                         }
-                    }
+                    });
                     refill(a, m * kl, other);
                 } else {
                     refill(a, m * kl, 0.0);

@@ -22,7 +22,12 @@
 //! - **refilled** (one launch): every unit that the recovered tree says is
 //!   swamped (under the lowest common ancestor of p and q) replaced by a
 //!   seeded choice of 0 or half a unit (0 only where half a unit is not
-//!   exact in the input type); the counted units stay.
+//!   exact in the input type); the counted units stay. On lines with room
+//!   for two sets of the sample (`max(M, N) >= 2 s`) it shares the launch
+//!   of *rescaled up*, on alternate lines, with that launch's other operand
+//!   (x2^-4) and its own units, fills and `+-B` x2^4 (the unit and `B / u`
+//!   as before), where those are exact in the input type ([`launches`]):
+//!   two launches for the three variants.
 //!
 //! A static tree gives every repeated probe the count it gave before (a
 //! scaled unit is still a unit; a swamped value of at most a unit is
@@ -144,12 +149,54 @@ fn variants(pr: &Prober) -> Vec<Variant> {
     out
 }
 
+/// The repeat launches: each variant alone, except that on lines with
+/// room for two sets of the sampled probes (`max(M, N) >= 2 s`) the
+/// refill shares the launch of *rescaled up*, taking its other operand
+/// (x2^ou) with its own units, `+-B` and fills x2^-ou (the unit and `B / u`
+/// unchanged), where all of those are exact in the input type: one launch
+/// fewer, each of the two variants on alternate lines.
+fn launches(pr: &Prober, vars: Vec<Variant>, s: usize, fills: &[f32]) -> Vec<Vec<Variant>> {
+    let slots = pr.o.m.max(pr.o.n);
+    let (t, mx) = (pr.o.input, pr.mx.is_some());
+    let up = vars.iter().position(|v| v.name == "rescaled up" && v.shifts[2] != 0);
+    let refill = vars.iter().position(|v| v.refill);
+    if let (Scheme::Lines, Some(u), Some(r)) = (pr.scheme, up, refill) {
+        let ou = vars[u].shifts[2];
+        let p2 = 2f32.powi(-ou);
+        let fits = exact(pr.lo * p2, t, mx)
+            && exact(pr.hi * p2, t, mx)
+            && fills.iter().all(|&f| exact(f * p2, t, mx))
+            && slots >= 2 * s;
+        if fits {
+            let mut out: Vec<Vec<Variant>> = Vec::new();
+            let mut rest = vars;
+            let refilled = Variant {
+                shifts: [-ou, -ou, ou, 0],
+                ..rest.remove(r)
+            };
+            let u = rest.iter().position(|v| v.name == "rescaled up").expect("found above");
+            let up = rest.remove(u);
+            out.push(vec![up, refilled]);
+            out.extend(rest.into_iter().map(|v| vec![v]));
+            return out;
+        }
+    }
+    vars.into_iter().map(|v| vec![v]).collect()
+}
+
 fn describe(v: &Variant, scheme: Scheme, fills: &[f32], lo: f32) -> String {
     let [pu, pb, ou, ob] = v.shifts;
     if v.refill {
         let f: Vec<String> = fills.iter().map(|x| format!("{}", x / lo)).collect();
+        let scaled = if v.shifts == [0; 4] {
+            String::new()
+        } else {
+            format!(
+                " (in the launch of rescaled up: probe units, fills and +-B x2^{pu}, the other operand x2^{ou}, the unit unchanged)"
+            )
+        };
         return format!(
-            "refilled: the swamped units (under the ancestor of p and q) set to {} units, seeded",
+            "refilled: the swamped units (under the ancestor of p and q) set to {} units, seeded{scaled}",
             f.join(" or ")
         );
     }
@@ -239,6 +286,10 @@ impl Prober<'_> {
         let (m, kl, n) = (self.o.m, self.kl, self.o.n);
         let (probes, mut r) = self.sample_probes(shape);
         let s = probes.len();
+        if s == 0 {
+            // no probe with an exact count to repeat
+            return Ok(Repeats::default());
+        }
         let (lo, hi, other) = (self.lo, self.hi, self.other);
         let half = lo / 2.0;
         let fills: Vec<f32> = if exact(half, self.o.input, self.mx.is_some()) {
@@ -248,7 +299,12 @@ impl Prober<'_> {
         };
         let vars = variants(self);
         let scheme = self.scheme;
-        let repeats: Vec<String> = vars.iter().map(|v| describe(v, scheme, &fills, lo)).collect();
+        let groups = launches(self, vars, s, &fills);
+        let repeats: Vec<String> = groups
+            .iter()
+            .flatten()
+            .map(|v| describe(v, scheme, &fills, lo))
+            .collect();
         // the refill choices, seeded, per probe and unit
         let choice: Vec<Vec<f32>> = probes
             .iter()
@@ -272,17 +328,23 @@ impl Prober<'_> {
         let mut changed_count = 0usize;
         let mut changed_keys: std::collections::HashSet<Key> = std::collections::HashSet::new();
         let mut answers = 0usize;
-        let count = vars.len();
         let probes = &probes;
         let choice = &choice;
+        let groups = &groups;
         self.launch_all(
-            count,
-            |vi, a, b| {
-                let v = &vars[vi];
-                let [pu, pb, ou, ob] = v.shifts;
-                let (plo, phi, olo, ohi) = (p2(pu), hi * p2(pb), other * p2(ou), hi * p2(ob));
+            groups.len(),
+            |gi, a, b| {
+                let g = &groups[gi];
+                // lines: line l holds variant g[l % g.len()] of probe l / g.len()
+                let nl = g.len() * s;
+                // one other operand per launch (the variants of a launch share it)
+                let [_, _, ou, ob] = g[0].shifts;
+                let (olo, ohi) = (other * p2(ou), hi * p2(ob));
                 // the probe line's value at each of its units
-                let line = |t: usize, put: &mut dyn FnMut(usize, f32)| {
+                let line = |l: usize, put: &mut dyn FnMut(usize, f32)| {
+                    let (v, t) = (&g[l % g.len()], l / g.len());
+                    let [pu, pb, _, _] = v.shifts;
+                    let (plo, phi) = (p2(pu), hi * p2(pb));
                     let pr = &probes[t];
                     for (u, &(x, _)) in pr.units.iter().enumerate() {
                         let base = if v.refill { choice[t][u] } else { lo };
@@ -293,32 +355,31 @@ impl Prober<'_> {
                 };
                 match scheme {
                     Scheme::Lines if cols => {
-                        // column j carries probe j % s: the s lines laid
-                        // out densely by leaf first, then B row by row (a
+                        // column j carries line j % nl: the lines laid out
+                        // densely by leaf first, then B row by row (a
                         // column at a time is a strided write per term:
                         // 1.6 s of a 2.1 s reveal at K = N = 4096)
-                        let mut lines = vec![0f32; kl * s];
-                        for t in 0..s {
-                            line(t, &mut |x, val| lines[x * s + t] = val);
+                        let mut lines = vec![0f32; kl * nl];
+                        for l in 0..nl {
+                            line(l, &mut |x, val| lines[x * nl + l] = val);
                         }
-                        // every element written once (no zeroing first)
-                        b.clear();
-                        b.reserve(kl * n);
-                        for src in lines.chunks(s) {
-                            let mut left = n;
-                            while left > 0 {
-                                let part = left.min(s);
-                                b.extend_from_slice(&src[..part]);
-                                left -= part;
+                        // every element written once (no zeroing first),
+                        // rows in parallel
+                        use rayon::prelude::*;
+                        b.truncate(kl * n);
+                        b.resize(kl * n, 0.0);
+                        b.par_chunks_mut(n).zip(lines.par_chunks(nl)).for_each(|(row, src)| {
+                            for part in row.chunks_mut(nl) {
+                                part.copy_from_slice(&src[..part.len()]);
                             }
-                        }
+                        });
                         refill(a, m * kl, olo);
                     }
                     Scheme::Lines => {
                         refill(a, m * kl, 0.0);
                         for i in 0..m {
                             let row = &mut a[i * kl..(i + 1) * kl];
-                            line(i % s, &mut |x, val| row[x] = val);
+                            line(i % nl, &mut |x, val| row[x] = val);
                         }
                         refill(b, kl * n, olo);
                     }
@@ -327,9 +388,10 @@ impl Prober<'_> {
                         refill(b, kl * n, olo);
                         for (i, pr) in probes.iter().enumerate() {
                             let row = &mut a[i * kl..(i + 1) * kl];
-                            line(i, &mut |x, val| row[x] = val);
+                            line(i * g.len(), &mut |x, val| row[x] = val);
                             // the large values in both factors: +-B in B
                             // (the line put -B at q into A: both are +B there)
+                            let phi = hi * p2(g[0].shifts[1]);
                             row[pr.key.1 as usize] = phi;
                             b[pr.key.0 as usize * n + i] = ohi;
                             b[pr.key.1 as usize * n + i] = -ohi;
@@ -337,34 +399,33 @@ impl Prober<'_> {
                     }
                 }
             },
-            |_, id, vi, out| {
+            |_, id, gi, out| {
                 use rayon::prelude::*;
-                let v = &vars[vi];
-                let [pu, _, ou, _] = v.shifts;
-                let unit = unit0 * 2f64.powi(pu + ou);
-                // each probe's unchanged answer, where it is an f32 (a
+                let g = &groups[gi];
+                let nl = g.len() * s;
+                let unit: Vec<f64> = g.iter().map(|v| unit0 * 2f64.powi(v.shifts[0] + v.shifts[2])).collect();
+                // each line's unchanged answer, where it is an f32 (a
                 // count times a power of two: always, short of the range's
                 // ends): an answer equal to it is unchanged, so the common
                 // case is one comparison
-                let same: Vec<Option<f32>> = probes
-                    .iter()
-                    .map(|pr| {
-                        let want = pr.before as f64 * unit;
+                let same: Vec<Option<f32>> = (0..nl)
+                    .map(|l| {
+                        let want = probes[l / g.len()].before as f64 * unit[l % g.len()];
                         ((want as f32) as f64 == want).then_some(want as f32)
                     })
                     .collect();
-                // the answer at (i, j) of probe t, when it changed
-                let changed_at = |t: usize, i: usize, j: usize| -> Option<ChangedAnswer> {
-                    let pr = &probes[t];
+                // the answer at (i, j) of line l, when it changed
+                let changed_at = |l: usize, i: usize, j: usize| -> Option<ChangedAnswer> {
+                    let (vi, pr) = (l % g.len(), &probes[l / g.len()]);
                     let val = out[i * n + j];
-                    if same[t] == Some(val) {
+                    if same[l] == Some(val) {
                         return None;
                     }
-                    let after = whole_units(val, unit, kl);
+                    let after = whole_units(val, unit[vi], kl);
                     (after != Some(pr.before)).then(|| {
                         let (launch, row, col) = at(id, i, j);
                         ChangedAnswer {
-                            repeat: v.name,
+                            repeat: g[vi].name,
                             launch: launch as usize,
                             row: row as usize,
                             col: col as usize,
@@ -380,11 +441,12 @@ impl Prober<'_> {
                 // per block of cells, in row order: (changed answers, the
                 // first LISTED of them, the probes that changed)
                 type Block = (usize, Vec<ChangedAnswer>, Vec<Key>);
-                let add = |b: &mut Block, t: usize, i: usize, j: usize| {
-                    if let Some(ch) = changed_at(t, i, j) {
+                let add = |b: &mut Block, l: usize, i: usize, j: usize| {
+                    if let Some(ch) = changed_at(l, i, j) {
+                        let key = probes[l / g.len()].key;
                         b.0 += 1;
-                        if !b.2.contains(&probes[t].key) {
-                            b.2.push(probes[t].key);
+                        if !b.2.contains(&key) {
+                            b.2.push(key);
                         }
                         if b.1.len() < LISTED {
                             b.1.push(ch);
@@ -400,7 +462,7 @@ impl Prober<'_> {
                                 let mut b: Block = (0, Vec::new(), Vec::new());
                                 for i in bi * rb..((bi + 1) * rb).min(m) {
                                     for j in 0..n {
-                                        add(&mut b, if cols { j } else { i } % s, i, j);
+                                        add(&mut b, if cols { j } else { i } % nl, i, j);
                                     }
                                 }
                                 b
@@ -410,7 +472,7 @@ impl Prober<'_> {
                     Scheme::Diagonal => {
                         let mut b: Block = (0, Vec::new(), Vec::new());
                         for i in 0..s {
-                            add(&mut b, i, i, i);
+                            add(&mut b, i * g.len(), i, i);
                         }
                         vec![b]
                     }
@@ -434,6 +496,7 @@ impl Prober<'_> {
         Ok(Repeats {
             probes: s,
             repeats,
+            launches: groups.len(),
             answers,
             changed,
             changed_count,

@@ -28,8 +28,11 @@ pub struct ChangedAnswer {
 pub struct Repeats {
     /// Distinct probes repeated.
     pub probes: usize,
-    /// The repeats run, in words (one launch each).
+    /// The repeats run, in words (a launch each, or two sharing one:
+    /// `repeat.rs`).
     pub repeats: Vec<String>,
+    /// Launches they took.
+    pub launches: usize,
     /// Answers checked (every position of every repeat launch).
     pub answers: usize,
     /// Changed answers, at most 16 listed, and their count.

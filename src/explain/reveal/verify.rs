@@ -7,22 +7,42 @@ use crate::mx::MxFormat;
 use crate::order::{InType, MxScale, Order};
 
 /// Random inputs of type `t` (exact in it): random sign, exponent within
-/// +-8 of 1 (+-4 for 8-bit types), random significand.
+/// +-8 of 1, random significand; a value that is not finite or is zero
+/// once rounded to `t` is drawn again. One stream seeded `seed`, three
+/// draws a try.
 pub(super) fn random_values(t: InType, count: usize, seed: u64) -> Vec<f32> {
+    use rayon::prelude::*;
+    // one try: the value, or None when it is drawn again
+    let attempt = |r: &mut crate::rng::SplitMix64| -> Option<f32> {
+        let sign = (r.next_u32() & 1) << 31;
+        let e = r.range_i64(-8, 8) as i32;
+        let v = f32::from_bits(sign | ((127 + e) as u32) << 23 | (r.next_u32() & 0x7F_FFFF));
+        let v = match t.format() {
+            None => v,
+            Some(f) => f.decode_f32(crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0).ok()?),
+        };
+        (v.is_finite() && v != 0.0).then_some(v)
+    };
+    // blocks drawn in parallel, each assuming no try before it was drawn
+    // again (value i then takes draws 3i to 3i + 2); where one was, the
+    // stream is drawn in order instead: the same values either way
+    const BLOCK: usize = 1 << 14;
+    let blocks: Option<Vec<Vec<f32>>> = (0..count.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|bi| {
+            let mut r = crate::rng::SplitMix64::after_draws(seed, 3 * (bi * BLOCK) as u64);
+            (bi * BLOCK..count.min((bi + 1) * BLOCK))
+                .map(|_| attempt(&mut r))
+                .collect()
+        })
+        .collect();
+    if let Some(blocks) = blocks {
+        return blocks.concat();
+    }
     let mut r = crate::rng::SplitMix64::new(seed);
     (0..count)
         .map(|_| loop {
-            let sign = (r.next_u32() & 1) << 31;
-            let e = r.range_i64(-8, 8) as i32;
-            let v = f32::from_bits(sign | ((127 + e) as u32) << 23 | (r.next_u32() & 0x7F_FFFF));
-            let v = match t.format() {
-                None => v,
-                Some(f) => match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
-                    Ok(c) => f.decode_f32(c),
-                    Err(_) => continue,
-                },
-            };
-            if v.is_finite() && v != 0.0 {
+            if let Some(v) = attempt(&mut r) {
                 return v;
             }
         })
@@ -98,4 +118,46 @@ pub(super) const VERIFY_COLUMNS: usize = 512;
 pub(super) fn verify_columns(n: usize) -> Vec<usize> {
     let c = n.min(VERIFY_COLUMNS);
     (0..c).map(|i| i * n / c).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`random_values`] as one stream drawn in order (its contract).
+    fn in_order(t: InType, count: usize, seed: u64) -> Vec<f32> {
+        let mut r = crate::rng::SplitMix64::new(seed);
+        (0..count)
+            .map(|_| loop {
+                let sign = (r.next_u32() & 1) << 31;
+                let e = r.range_i64(-8, 8) as i32;
+                let v = f32::from_bits(sign | ((127 + e) as u32) << 23 | (r.next_u32() & 0x7F_FFFF));
+                let v = match t.format() {
+                    None => v,
+                    Some(f) => match crate::format::encode_f32(v, f, &crate::format::CastPolicy::ieee(f), 0) {
+                        Ok(c) => f.decode_f32(c),
+                        Err(_) => continue,
+                    },
+                };
+                if v.is_finite() && v != 0.0 {
+                    return v;
+                }
+            })
+            .collect()
+    }
+
+    /// The blocks drawn in parallel give the stream's values, for every
+    /// input type (FP8 types draw some values again: the in-order path).
+    #[test]
+    fn random_values_are_one_stream() {
+        for t in [InType::F32, InType::Bf16, InType::F16, InType::E4M3, InType::E5M2] {
+            let count = 3 * (1 << 14) + 17;
+            let got = random_values(t, count, 0xB0B);
+            let want = in_order(t, count, 0xB0B);
+            assert!(
+                got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()) && got.len() == want.len(),
+                "{t:?}"
+            );
+        }
+    }
 }
