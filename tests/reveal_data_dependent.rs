@@ -202,6 +202,20 @@ fn the_refill_sharing_a_launch_still_refuses_and_passes() {
     }
 }
 
+/// Lines in rows of A (M > N): the repeats' rows are copied from lines
+/// built once; a static order passes all three variants in two launches.
+#[test]
+fn repeats_on_rows_pass_a_static_order() {
+    for rule in [Rule::RowMagnitude(128.0), Rule::ZeroInColumn] {
+        let s = DataDependent::new("fma;split=2", "fma;split=2", rule);
+        let r = explain::reveal(&s, opts(128, 64, 4)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
+        assert_eq!((r.repeats.probes, r.repeats.launches), (64, 2), "{:?}", r.repeats);
+        assert_eq!(r.repeats.answers, 2 * 128 * 4);
+        assert_eq!(r.repeats.changed_count, 0, "{:?}", r.repeats);
+    }
+}
+
 /// f16 inputs are probed on lines too (units of 2^-24 against 2^15, the
 /// other operand all ones), with their own rescales (`+-B` halved, the
 /// other operand x2 or not): the probes' rows of ones sum to K = 64, under

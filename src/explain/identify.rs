@@ -87,22 +87,20 @@ impl Sub {
     fn new(p: &Problem, r: usize, cols: usize) -> Sub {
         let (k, n) = (p.k, p.n);
         let cols = cols.min(n);
-        let take_cols = |b: &[f32], width: usize, rows: usize| -> Vec<f32> {
-            match p.b_layout {
-                BLayout::Kn => (0..rows)
-                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
-                    .collect(),
+        fn take_cols<T: Copy>(b: &[T], layout: BLayout, width: usize, rows: usize, cols: usize) -> Vec<T> {
+            match layout {
+                BLayout::Kn => {
+                    let mut out = Vec::with_capacity(rows * cols);
+                    for kk in 0..rows {
+                        out.extend_from_slice(&b[kk * width..kk * width + cols]);
+                    }
+                    out
+                }
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
-        };
-        let take_cols8 = |b: &[u8], width: usize, rows: usize| -> Vec<u8> {
-            match p.b_layout {
-                BLayout::Kn => (0..rows)
-                    .flat_map(|kk| b[kk * width..kk * width + cols].to_vec())
-                    .collect(),
-                BLayout::Nk => b[..cols * rows].to_vec(),
-            }
-        };
+        }
+        let take_cols32 = |b: &[f32], width: usize, rows: usize| take_cols(b, p.b_layout, width, rows, cols);
+        let take_cols8 = |b: &[u8], width: usize, rows: usize| take_cols(b, p.b_layout, width, rows, cols);
         let mut s = Sub {
             a: vec![],
             b: vec![],
@@ -117,7 +115,7 @@ impl Sub {
         match (p.a, p.b) {
             (Matrix::F32(a), Matrix::F32(b)) => {
                 s.a = a[r * k..(r + 1) * k].to_vec();
-                s.b = take_cols(b, n, k);
+                s.b = take_cols32(b, n, k);
             }
             (
                 Matrix::Mx {
@@ -372,9 +370,11 @@ pub fn identify(
                     max_ulp: d.2,
                 });
         }
+        // each key compiles its order's tree (K = 4096: a fraction of a
+        // millisecond, dozens of matches): in parallel, grouped in order
+        let keys: Vec<u64> = matches.par_iter().map(|o| order_key(o, p.k)).collect();
         let mut classes: Vec<(u64, Vec<Order>)> = Vec::new();
-        for o in &matches {
-            let key = order_key(o, p.k);
+        for (o, key) in matches.iter().zip(keys) {
             match classes.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(*o),
                 None => classes.push((key, vec![*o])),

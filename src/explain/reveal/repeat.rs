@@ -376,11 +376,20 @@ impl Prober<'_> {
                         refill(a, m * kl, olo);
                     }
                     Scheme::Lines => {
-                        refill(a, m * kl, 0.0);
-                        for i in 0..m {
-                            let row = &mut a[i * kl..(i + 1) * kl];
-                            line(i % nl, &mut |x, val| row[x] = val);
+                        // row i carries line i % nl: the lines built once,
+                        // then copied into the rows in parallel (a line put
+                        // term by term into every row is K calls a row:
+                        // most of the repeats at M = 4096)
+                        use rayon::prelude::*;
+                        let mut lines = vec![0f32; nl * kl];
+                        for (l, dst) in lines.chunks_mut(kl).enumerate() {
+                            line(l, &mut |x, val| dst[x] = val);
                         }
+                        a.truncate(m * kl);
+                        a.resize(m * kl, 0.0);
+                        a.par_chunks_mut(kl)
+                            .enumerate()
+                            .for_each(|(i, row)| row.copy_from_slice(&lines[(i % nl) * kl..(i % nl + 1) * kl]));
                         refill(b, kl * n, olo);
                     }
                     Scheme::Diagonal => {
