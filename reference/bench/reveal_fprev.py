@@ -20,6 +20,9 @@ idle GPU, one after the other, each after one untimed warm-up call:
           interface's contract). Timed: the `reveal` call (probe design,
           every launch, the tree check, shape matching, naming and the
           verification on random inputs). Counted: `Revealed.launches`.
+          `--subject plain` (the default) moves the numpy arrays with
+          `torch.from_numpy(x).to(DEV)`; `--subject on_device` wraps the
+          kernel with `mxbi.torch.on_device` (pinned uploads).
 
 Kernels: `triton-f32` (a Triton f32 matmul, one 64 x 64 x 32 tile per
 program, `tl.dot(..., input_precision="ieee")`, acc from +0, K in order:
@@ -91,12 +94,17 @@ KERNELS = {"triton-f32": triton_f32, "torch-f32": torch_f32}
 NARROW = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi) -> list:
+def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi, how: str = "plain") -> list:
     t = NARROW[dtype]
 
     def fn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         c = torch.from_numpy(a).to(DEV).to(t) @ torch.from_numpy(b).to(DEV).to(t)
         return c.float().cpu().numpy()  # widened exactly: the output's bytes
+
+    if how == "on_device":
+        import mxbi.torch
+
+        fn = mxbi.torch.on_device(lambda a, b: a @ b, device=DEV, dtype=t, synchronize=False)
 
     name = f"torch-{torch.__version__}-matmul-{dtype}"
     fn(np.ones((1, k), np.float32), np.ones((k, n), np.float32))
@@ -118,6 +126,7 @@ def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi) -> list:
                 "mxbi_probes": r.probes,
                 "mxbi_disagreements": r.disagreements,
                 "mxbi_order": r.order,
+                "subject": how,
                 "round": rnd,
             }
         )
@@ -147,7 +156,15 @@ def fprev_backend(fprev_mod, mm, m: int, k: int, n: int):
     return Gemm()
 
 
-def subject(mm):
+def subject(mm, how: str):
+    """The kernel as mxbi's subject: `plain`, numpy arrays moved with
+    `torch.from_numpy(x).to(DEV)` (pageable uploads); `on_device`, through
+    `mxbi.torch.on_device` (pinned uploads of large operands)."""
+    if how == "on_device":
+        import mxbi.torch
+
+        return mxbi.torch.on_device(mm, device=DEV, synchronize=False)
+
     def fn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         c = mm(torch.from_numpy(a).to(DEV), torch.from_numpy(b).to(DEV))
         return c.cpu().numpy()
@@ -155,7 +172,7 @@ def subject(mm):
     return fn
 
 
-def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int) -> dict:
+def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str = "plain") -> dict:
     impl = fprev_backend(fprev_mod, mm, m, k, n)
     impl.get_l()  # warm-up (FPRev's compare.py warms up once as well)
     impl.calls = 0
@@ -167,7 +184,7 @@ def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int) -> dict:
     fprev_nodes = sum(1 for line in tree.source.splitlines() if "->" not in line and "[label=" in line)
     del impl
 
-    fn = subject(mm)
+    fn = subject(mm, how)
     fn(np.ones((m, k), np.float32), np.ones((k, n), np.float32))  # warm-up
     sync()
     t0 = time.perf_counter()
@@ -188,6 +205,7 @@ def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int) -> dict:
         "mxbi_probes": r.probes,
         "mxbi_disagreements": r.disagreements,
         "mxbi_order": r.order,
+        "subject": how,
     }
 
 
@@ -202,6 +220,8 @@ def main() -> int:
     ap.add_argument("--narrow", default="bf16,f16", help="GEMV (M = 1) reveals with these output types, mxbi only ('' for none)")
     ap.add_argument("--narrow-n", default="64,4096", help="N of the narrow GEMVs")
     ap.add_argument("--budget", type=float, default=480, help="wall seconds; later runs are skipped once spent")
+    ap.add_argument("--subject", default="plain", choices=["plain", "on_device"],
+                    help="how mxbi's subject moves the operands (see `subject`)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (torch-f32 only)")
     args = ap.parse_args()
     global DEV
@@ -230,7 +250,7 @@ def main() -> int:
             mm, name = KERNELS[kname]()
             for m, n in shapes:
                 for rnd in range(args.rounds):
-                    row = run(f"{kname} {m}x{n}", lambda: one_round(fprev_mod, mxbi, mm, name, m, args.k, n))
+                    row = run(f"{kname} {m}x{n}", lambda: one_round(fprev_mod, mxbi, mm, name, m, args.k, n, args.subject))
                     if row is None:
                         continue
                     row["round"] = rnd
@@ -240,7 +260,7 @@ def main() -> int:
                     print(json.dumps(row), flush=True)
         for dtype in filter(None, args.narrow.split(",")):
             for n in (int(x) for x in args.narrow_n.split(",")):
-                for row in run(f"{dtype} 1x{n}", lambda: narrow_gemv(dtype, args.k, n, args.rounds, mxbi)) or []:
+                for row in run(f"{dtype} 1x{n}", lambda: narrow_gemv(dtype, args.k, n, args.rounds, mxbi, args.subject)) or []:
                     out.write(json.dumps(row) + "\n")
                     out.flush()
                     print(json.dumps(row), flush=True)
