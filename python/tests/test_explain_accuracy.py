@@ -45,6 +45,27 @@ def test_a_callable_keeps_the_inputs_it_holds_on_to():
     assert not np.array_equal(kept[0][3], kept[1][3])
 
 
+def test_large_operands_are_copied_in_parallel_and_left_for_the_next_reveal():
+    # B of 2048 x 2048 float32 (16 MiB) is copied into the callable's array
+    # in parallel chunks, and the arrays a reveal's subject leaves are taken
+    # by the next reveal's: both reveals find the order (every launch got
+    # its inputs), and the second one's first call gets the array the first
+    # one's last call had
+    import weakref
+
+    calls = []
+
+    def recording(a, b):
+        calls.append(weakref.ref(b))
+        return muladd(a, b)
+
+    first = mxbi.reveal(recording, 1, 2048, 2048)
+    last_of_first = calls[-1]
+    second = mxbi.reveal(recording, 1, 2048, 2048)
+    assert first.order == second.order == "muladd" and first.disagreements == second.disagreements == 0
+    assert calls[len(calls) - second.launches]() is last_of_first() is not None
+
+
 def test_diverge_and_the_explanation_of_a_failing_cell():
     d = mxbi.diverge("muladd", "muladd;split=4", 96, m_left=1, m_right=5)
     assert d.text.startswith("muladd vs muladd;split=4 (K = 96):")
