@@ -202,6 +202,18 @@ fn the_refill_sharing_a_launch_still_refuses_and_passes() {
     }
 }
 
+/// f16 lines never share a launch: their *rescaled up* doubles the other
+/// operand, so the refill would need units of half f16's least subnormal
+/// (not an f16); three launches even where a launch holds the sample twice.
+#[test]
+fn f16_repeats_keep_a_launch_each() {
+    let s = DataDependent::new("fma;split=2", "fma;split=2", Rule::ZeroInColumn);
+    let r = explain::reveal(&s, opts_f16(4, 64, 128)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.order, Some(order("fma;split=2")), "{r}");
+    assert_eq!((r.repeats.probes, r.repeats.launches), (64, 3), "{:?}", r.repeats);
+    assert_eq!(r.repeats.changed_count, 0, "{:?}", r.repeats);
+}
+
 /// Lines in rows of A (M > N): the repeats' rows are copied from lines
 /// built once; a static order passes all three variants in two launches.
 #[test]
