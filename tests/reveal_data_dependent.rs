@@ -183,6 +183,9 @@ fn the_refill_sharing_a_launch_still_refuses_and_passes() {
         rep.changed.iter().all(|c| c.after.map(|x| x as f32) == Some(c.value)),
         "{rep:?}"
     );
+    // every listed probe is counted among the changed ones
+    let listed: std::collections::HashSet<(u32, u32)> = rep.changed.iter().map(|c| (c.p, c.q)).collect();
+    assert!(listed.len() > 2 && rep.changed_probes >= listed.len(), "{rep:?}");
     assert!(
         rep.repeats[1].starts_with("refilled") && rep.repeats[1].contains("in the launch of rescaled up"),
         "{:?}",
