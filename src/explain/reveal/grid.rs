@@ -90,7 +90,7 @@ impl Forest {
             .filter(|(k, _)| k.2 == NO_WINDOW)
             .map(|(k, v)| (v.0, k.0.min(k.1), k.0.max(k.1)))
             .collect();
-        pairs.sort_unstable();
+        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut pairs[..]);
         let mut f = Forest {
             root: (0..kl as u32).collect(),
             top: (0..kl as u32).collect(),

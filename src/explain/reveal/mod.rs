@@ -173,55 +173,63 @@ pub struct Revealed {
 /// Every tallied answer against the recovered tree: (the
 /// disagreeing answers, at most 16 listed by position, and their count).
 fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (Vec<Disagreement>, usize) {
+    use rayon::prelude::*;
     let lca = shape.lca_sizes();
-    // probes by p, so each p's row of L is computed once where it pays
-    let mut keys: Vec<&Key> = t.first.keys().collect();
-    keys.sort_unstable();
     let mut deviant: HashMap<Key, Vec<(u32, u64, At)>> = HashMap::new();
     for (&(key, v), &(c, a)) in &t.deviant {
         deviant.entry(key).or_default().push((v, c, a));
     }
-    let mut bad: Vec<(At, u32, u32, u32, u32)> = Vec::new();
-    let mut count = t.overflow;
+    type Bad = (At, u32, u32, u32, u32);
+    type Entry<'t> = (&'t Key, &'t (u32, u64, At));
+    // a probe's answers (its first and any that differ) against `expected`
+    let judge = |key: &Key, f: &(u32, u64, At), expected: Option<u32>, bad: &mut Vec<Bad>, count: &mut u64| {
+        let all = std::iter::once(*f).chain(deviant.get(key).into_iter().flatten().copied());
+        for (v, n, a) in all {
+            if expected != Some(v) {
+                *count += n;
+                bad.push((a, key.0, key.1, expected.unwrap_or(0), v));
+            }
+        }
+    };
+    let (mut windowed, plain): (Vec<Entry>, Vec<Entry>) = t.first.iter().partition(|(k, _)| k.2 != NO_WINDOW);
+    // an unwindowed probe is one lookup of L(p, q): in parallel, in any
+    // order (the list is sorted below and the count is a sum)
+    let (mut bad, mut count) = plain
+        .par_chunks(4096)
+        .map(|chunk| {
+            let (mut bad, mut count) = (Vec::new(), 0u64);
+            for (key, f) in chunk {
+                judge(key, f, lca.get(key.0, key.1), &mut bad, &mut count);
+            }
+            (bad, count)
+        })
+        .reduce(
+            || (Vec::new(), 0),
+            |(mut a, x), (b, y)| {
+                a.extend(b);
+                (a, x + y)
+            },
+        );
+    count += t.overflow;
+    // a windowed probe asks L(p, x) for every leaf of its window: probes
+    // by p, one walk up from p per p
+    windowed.sort_unstable_by_key(|e| *e.0);
     let mut i = 0;
-    while i < keys.len() {
-        let p = keys[i].0;
-        let j = i + keys[i..].iter().take_while(|k| k.0 == p).count();
-        let group = &keys[i..j];
-        // a windowed probe asks L(p, x) for every leaf of its window: one
-        // walk up from p; otherwise each L is one lookup
-        let row = group
-            .iter()
-            .any(|k| k.2 != NO_WINDOW)
-            .then(|| shape.lca_row(&lca, p))
-            .flatten();
-        let l = |q: u32| -> Option<u32> {
-            match &row {
-                Some(r) => r.get(q as usize).copied().filter(|&x| x > 0),
-                None => lca.get(p, q),
-            }
-        };
-        for key in group {
-            let (_, q, c) = **key;
-            let expected = match (c, l(q)) {
-                (_, None) => None,
-                (NO_WINDOW, Some(x)) => Some(x),
-                (c, Some(lpq)) => {
-                    let lost = windows
-                        .window(p, q, c)
-                        .filter(|&x| l(x).is_some_and(|a| a <= lpq))
-                        .count();
-                    Some(windows.expected(c, windows.active(key, kl), lost as u32))
-                }
-            };
-            let f = t.first[*key];
-            let all = std::iter::once((f.0, f.1, f.2)).chain(deviant.get(*key).into_iter().flatten().copied());
-            for (v, n, a) in all {
-                if expected != Some(v) {
-                    count += n;
-                    bad.push((a, p, q, expected.unwrap_or(0), v));
-                }
-            }
+    while i < windowed.len() {
+        let p = windowed[i].0 .0;
+        let j = i + windowed[i..].iter().take_while(|e| e.0 .0 == p).count();
+        let row = shape.lca_row(&lca, p);
+        let l = |q: u32| -> Option<u32> { row.as_ref()?.get(q as usize).copied().filter(|&x| x > 0) };
+        for &(key, f) in &windowed[i..j] {
+            let (_, q, c) = *key;
+            let expected = l(q).map(|lpq| {
+                let lost = windows
+                    .window(p, q, c)
+                    .filter(|&x| l(x).is_some_and(|a| a <= lpq))
+                    .count();
+                windows.expected(c, windows.active(key, kl), lost as u32)
+            });
+            judge(key, f, expected, &mut bad, &mut count);
         }
         i = j;
     }

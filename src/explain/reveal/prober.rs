@@ -576,6 +576,9 @@ impl Prober<'_> {
         let ct = self.counter();
         let name = self.subject.name();
         let act = kl as u32 - 2;
+        // every launch's pairs are new probes: room for them all at once
+        let pairs: usize = windows.iter().map(|w| w.rows.len().min(m) * w.cols.len().min(n)).sum();
+        self.tallies.first.reserve(pairs);
         self.launch_all(
             windows.len(),
             |li, a, b| {

@@ -237,7 +237,7 @@ impl Prober<'_> {
         // exact counts only (a zero test's answer is not a count)
         let sc = &self.windows;
         let mut keys: Vec<Key> = self.tallies.first.keys().copied().filter(|k| sc.exact(k.2)).collect();
-        keys.sort_unstable();
+        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut keys[..]);
         // seeded partial Fisher-Yates: the sample, then in key order
         let s = REPEAT_PROBES.min(slots).min(keys.len());
         let mut r = crate::rng::SplitMix64::new(self.o.seed ^ 0xDA7A_DE9E);
