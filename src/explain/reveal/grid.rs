@@ -85,8 +85,7 @@ impl Forest {
     /// every answer against the recovered tree).
     pub(super) fn of(t: &Tallies, kl: usize) -> Forest {
         let mut pairs: Vec<(u32, u32, u32)> = t
-            .first
-            .iter()
+            .firsts()
             .filter(|(k, _)| k.2 == NO_WINDOW)
             .map(|(k, v)| (v.0, k.0.min(k.1), k.0.max(k.1)))
             .collect();

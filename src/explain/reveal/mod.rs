@@ -180,7 +180,7 @@ fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (V
         deviant.entry(key).or_default().push((v, c, a));
     }
     type Bad = (At, u32, u32, u32, u32);
-    type Entry<'t> = (&'t Key, &'t (u32, u64, At));
+    type Entry<'t> = (Key, &'t tally::First);
     // a probe's answers (its first and any that differ) against `expected`
     let judge = |key: &Key, f: &(u32, u64, At), expected: Option<u32>, bad: &mut Vec<Bad>, count: &mut u64| {
         let all = std::iter::once(*f).chain(deviant.get(key).into_iter().flatten().copied());
@@ -191,7 +191,7 @@ fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (V
             }
         }
     };
-    let (mut windowed, plain): (Vec<Entry>, Vec<Entry>) = t.first.iter().partition(|(k, _)| k.2 != NO_WINDOW);
+    let (mut windowed, plain): (Vec<Entry>, Vec<Entry>) = t.firsts().partition(|(k, _)| k.2 != NO_WINDOW);
     // an unwindowed probe is one lookup of L(p, q): in parallel, in any
     // order (the list is sorted below and the count is a sum)
     let (mut bad, mut count) = plain
@@ -213,14 +213,14 @@ fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (V
     count += t.overflow;
     // a windowed probe asks L(p, x) for every leaf of its window: probes
     // by p, one walk up from p per p
-    windowed.sort_unstable_by_key(|e| *e.0);
+    windowed.sort_unstable_by_key(|e| e.0);
     let mut i = 0;
     while i < windowed.len() {
         let p = windowed[i].0 .0;
         let j = i + windowed[i..].iter().take_while(|e| e.0 .0 == p).count();
         let row = shape.lca_row(&lca, p);
         let l = |q: u32| -> Option<u32> { row.as_ref()?.get(q as usize).copied().filter(|&x| x > 0) };
-        for &(key, f) in &windowed[i..j] {
+        for (key, f) in &windowed[i..j] {
             let (_, q, c) = *key;
             let expected = l(q).map(|lpq| {
                 let lost = windows
@@ -439,7 +439,7 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         Repeats::default()
     };
     let t = &pr.tallies;
-    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.first.len());
+    let (probes, checked, distinct_probes) = (t.answers as usize, t.answers as usize, t.distinct());
     // the order: shape-matching candidates told apart by their bytes
     let inputs = if mx.is_some() {
         Inputs::Mx

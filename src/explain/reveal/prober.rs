@@ -442,12 +442,13 @@ impl Prober<'_> {
     /// that counts every term; windows: [`Windows::value`]), measured in
     /// this prober's scheme (their answers are tallied, see [`Tallies`]).
     pub(super) fn measure(&mut self, probes: &[Key]) -> Result<Vec<u32>, RevealError> {
-        let fresh = probes.iter().filter(|k| !self.tallies.first.contains_key(k)).count();
-        if self.tallies.first.len() as u128 + fresh as u128 > MAX_PROBES as u128 {
+        let fresh = probes.iter().filter(|k| self.tallies.get(k).is_none()).count();
+        let before = self.tallies.distinct();
+        if before as u128 + fresh as u128 > MAX_PROBES as u128 {
             return Err(RevealError::Options(format!(
                 "this round needs {fresh} probes (windows of at most {} units) after {} already: more than reveal's limit of {} distinct probes",
                 self.window,
-                self.tallies.first.len(),
+                before,
                 crate::limits::show(MAX_PROBES)
             )));
         }
@@ -576,9 +577,11 @@ impl Prober<'_> {
         let ct = self.counter();
         let name = self.subject.name();
         let act = kl as u32 - 2;
-        // every launch's pairs are new probes: room for them all at once
-        let pairs: usize = windows.iter().map(|w| w.rows.len().min(m) * w.cols.len().min(n)).sum();
-        self.tallies.first.reserve(pairs);
+        // each launch's pairs kept by cell (rows[r], cols[c])
+        let cells: Vec<usize> = windows
+            .iter()
+            .map(|w| self.tallies.add_grid(&w.rows, &w.cols))
+            .collect();
         self.launch_all(
             windows.len(),
             |li, a, b| {
@@ -594,16 +597,16 @@ impl Prober<'_> {
             },
             |t, id, li, out| {
                 let w = &windows[li];
+                let (nr, nc) = (w.rows.len(), w.cols.len());
                 for i in 0..m {
-                    let p = w.rows[i % w.rows.len()];
-                    for j in 0..n {
-                        let q = w.cols[j % w.cols.len()];
-                        let v = out[i * n + j];
+                    let r = i % nr;
+                    for (j, &v) in out[i * n..(i + 1) * n].iter().enumerate() {
+                        let c = j % nc;
                         let got = ct
                             .count(v)
                             .filter(|&x| x <= act)
-                            .ok_or_else(|| ct.not_a_count(&name, v, p, q, i, j))?;
-                        t.add((p, q, NO_WINDOW), act - got + 2, 1, at(id, i, j));
+                            .ok_or_else(|| ct.not_a_count(&name, v, w.rows[r], w.cols[c], i, j))?;
+                        t.add_cell(cells[li], r * nc + c, act - got + 2, 1, at(id, i, j));
                     }
                 }
                 Ok(())

@@ -236,7 +236,12 @@ impl Prober<'_> {
         };
         // exact counts only (a zero test's answer is not a count)
         let sc = &self.windows;
-        let mut keys: Vec<Key> = self.tallies.first.keys().copied().filter(|k| sc.exact(k.2)).collect();
+        let mut keys: Vec<Key> = self
+            .tallies
+            .firsts()
+            .map(|(k, _)| k)
+            .filter(|k| sc.exact(k.2))
+            .collect();
         rayon::slice::ParallelSliceMut::par_sort_unstable(&mut keys[..]);
         // seeded partial Fisher-Yates: the sample, then in key order
         let s = REPEAT_PROBES.min(slots).min(keys.len());
@@ -268,7 +273,7 @@ impl Prober<'_> {
                 sc.window(p, q, c).map(|x| (x, under(x))).collect()
             };
             let act = sc.active(&key, kl);
-            let v = self.tallies.first[&key].0;
+            let v = self.tallies.value(&key).expect("a sampled probe was tallied");
             probes.push(Probe {
                 key,
                 units,

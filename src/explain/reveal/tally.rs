@@ -14,7 +14,10 @@ pub(super) const MAX_DEVIANT: usize = 1 << 16;
 #[derive(Default)]
 pub(super) struct Tallies {
     /// Each probe's first answer: (value, how many answers gave it, where the first sat).
-    pub(super) first: HashMap<Key, (u32, u64, At)>,
+    first: HashMap<Key, First>,
+    /// The first answers of grid launches' pairs, kept by cell (not
+    /// hashed: a grid launch answers up to `GRID_SIDE^2` new pairs).
+    grid: Vec<Cells>,
     /// Answers that differ from their probe's first answer, per value.
     pub(super) deviant: HashMap<(Key, u32), (u64, At)>,
     /// Deviant answers beyond [`MAX_DEVIANT`] (counted, not kept).
@@ -23,9 +26,41 @@ pub(super) struct Tallies {
     pub(super) answers: u64,
 }
 
+/// A probe's first answer: its value, how many answers gave it, where the
+/// first sat.
+pub(super) type First = (u32, u64, At);
+
+/// One grid launch's pairs (`+B` at `rows[r]`, `-B` at `cols[c]`, every
+/// other term counted), each cell's first answer at `r * cols.len() + c`
+/// (count 0: not answered).
+struct Cells {
+    rows: Vec<u32>,
+    cols: Vec<u32>,
+    first: Vec<First>,
+}
+
+impl Cells {
+    fn key(&self, i: usize) -> Key {
+        let w = self.cols.len();
+        (self.rows[i / w], self.cols[i % w], NO_WINDOW)
+    }
+
+    fn find(&self, &(p, q, c): &Key) -> Option<usize> {
+        if c != NO_WINDOW {
+            return None;
+        }
+        let r = self.rows.binary_search(&p).ok()?;
+        let c = self.cols.binary_search(&q).ok()?;
+        Some(r * self.cols.len() + c)
+    }
+}
+
 impl Tallies {
     pub(super) fn add(&mut self, key: Key, value: u32, count: u64, at: At) {
         use std::collections::hash_map::Entry;
+        if let Some((g, i)) = self.find_cell(&key) {
+            return self.add_cell(g, i, value, count, at);
+        }
         self.answers += count;
         match self.first.entry(key) {
             Entry::Vacant(e) => {
@@ -35,19 +70,94 @@ impl Tallies {
                 let f = e.get_mut();
                 if f.0 == value {
                     f.1 += count;
-                } else if let Some(d) = self.deviant.get_mut(&(key, value)) {
-                    d.0 += count;
-                } else if self.deviant.len() < MAX_DEVIANT {
-                    self.deviant.insert((key, value), (count, at));
                 } else {
-                    self.overflow += count;
+                    self.deviate(key, value, count, at);
                 }
             }
         }
     }
 
+    /// Room for one grid launch's pairs `rows x cols` (both sorted, no leaf
+    /// in both, no pair tallied yet); the index for [`Tallies::add_cell`].
+    pub(super) fn add_grid(&mut self, rows: &[u32], cols: &[u32]) -> usize {
+        debug_assert!(rows.windows(2).all(|w| w[0] < w[1]) && cols.windows(2).all(|w| w[0] < w[1]));
+        self.grid.push(Cells {
+            rows: rows.to_vec(),
+            cols: cols.to_vec(),
+            first: vec![(0, 0, (0, 0, 0)); rows.len() * cols.len()],
+        });
+        self.grid.len() - 1
+    }
+
+    /// An answer to the pair (`rows[r]`, `cols[c]`) of grid launch `g`
+    /// (`i = r * cols.len() + c`).
+    pub(super) fn add_cell(&mut self, g: usize, i: usize, value: u32, count: u64, at: At) {
+        self.answers += count;
+        let cells = &mut self.grid[g];
+        let f = &mut cells.first[i];
+        if f.1 == 0 {
+            *f = (value, count, at);
+        } else if f.0 == value {
+            f.1 += count;
+        } else {
+            let key = cells.key(i);
+            self.deviate(key, value, count, at);
+        }
+    }
+
+    fn deviate(&mut self, key: Key, value: u32, count: u64, at: At) {
+        if let Some(d) = self.deviant.get_mut(&(key, value)) {
+            d.0 += count;
+        } else if self.deviant.len() < MAX_DEVIANT {
+            self.deviant.insert((key, value), (count, at));
+        } else {
+            self.overflow += count;
+        }
+    }
+
+    fn find_cell(&self, key: &Key) -> Option<(usize, usize)> {
+        if key.2 != NO_WINDOW {
+            return None;
+        }
+        self.grid
+            .iter()
+            .enumerate()
+            .find_map(|(g, cells)| cells.find(key).map(|i| (g, i)))
+    }
+
+    /// A probe's first answer, if it was asked.
+    pub(super) fn get(&self, key: &Key) -> Option<&First> {
+        match self.find_cell(key) {
+            Some((g, i)) => Some(&self.grid[g].first[i]).filter(|f| f.1 > 0),
+            None => self.first.get(key),
+        }
+    }
+
     pub(super) fn value(&self, key: &Key) -> Option<u32> {
-        self.first.get(key).map(|f| f.0)
+        self.get(key).map(|f| f.0)
+    }
+
+    /// Every answered probe and its first answer (probes asked on lines,
+    /// then grid cells launch by launch; each probe once).
+    pub(super) fn firsts(&self) -> impl Iterator<Item = (Key, &First)> + '_ {
+        let cells = self.grid.iter().flat_map(|c| {
+            c.first
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.1 > 0)
+                .map(move |(i, f)| (c.key(i), f))
+        });
+        self.first.iter().map(|(k, f)| (*k, f)).chain(cells)
+    }
+
+    /// How many distinct probes were answered.
+    pub(super) fn distinct(&self) -> usize {
+        let cells: usize = self
+            .grid
+            .iter()
+            .map(|c| c.first.iter().filter(|f| f.1 > 0).count())
+            .sum();
+        self.first.len() + cells
     }
 }
 
