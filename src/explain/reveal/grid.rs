@@ -84,11 +84,12 @@ impl Forest {
     /// first answer; a probe whose answers differ is left to the check of
     /// every answer against the recovered tree).
     pub(super) fn of(t: &Tallies, kl: usize) -> Forest {
-        let mut pairs: Vec<(u32, u32, u32)> = t
-            .firsts()
-            .filter(|(k, _)| k.2 == NO_WINDOW)
-            .map(|(k, v)| (v.0, k.0.min(k.1), k.0.max(k.1)))
-            .collect();
+        let mut pairs: Vec<(u32, u32, u32)> = Vec::with_capacity(t.distinct());
+        t.for_each_first(|k, v| {
+            if k.2 == NO_WINDOW {
+                pairs.push((v.0, k.0.min(k.1), k.0.max(k.1)));
+            }
+        });
         rayon::slice::ParallelSliceMut::par_sort_unstable(&mut pairs[..]);
         let mut f = Forest {
             root: (0..kl as u32).collect(),

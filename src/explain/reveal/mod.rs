@@ -191,7 +191,14 @@ fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (V
             }
         }
     };
-    let (mut windowed, plain): (Vec<Entry>, Vec<Entry>) = t.firsts().partition(|(k, _)| k.2 != NO_WINDOW);
+    let (mut windowed, mut plain): (Vec<Entry>, Vec<Entry>) = (Vec::new(), Vec::with_capacity(t.distinct()));
+    t.for_each_first(|k, f| {
+        if k.2 == NO_WINDOW {
+            plain.push((k, f));
+        } else {
+            windowed.push((k, f));
+        }
+    });
     // an unwindowed probe is one lookup of L(p, q): in parallel, in any
     // order (the list is sorted below and the count is a sum)
     let (mut bad, mut count) = plain

@@ -41,7 +41,6 @@ use super::prober::{refill, whole_units, Prober};
 use super::repeats::{ChangedAnswer, Repeats};
 use crate::explain::shape::Shape;
 use crate::order::InType;
-use std::collections::HashMap;
 
 /// Most probes repeated per launch.
 pub const REPEAT_PROBES: usize = 64;
@@ -236,12 +235,12 @@ impl Prober<'_> {
         };
         // exact counts only (a zero test's answer is not a count)
         let sc = &self.windows;
-        let mut keys: Vec<Key> = self
-            .tallies
-            .firsts()
-            .map(|(k, _)| k)
-            .filter(|k| sc.exact(k.2))
-            .collect();
+        let mut keys: Vec<Key> = Vec::with_capacity(self.tallies.distinct());
+        self.tallies.for_each_first(|k, _| {
+            if sc.exact(k.2) {
+                keys.push(k);
+            }
+        });
         rayon::slice::ParallelSliceMut::par_sort_unstable(&mut keys[..]);
         // seeded partial Fisher-Yates: the sample, then in key order
         let s = REPEAT_PROBES.min(slots).min(keys.len());
@@ -255,31 +254,32 @@ impl Prober<'_> {
         // per probe: its line in leaf space (units counted or swamped) and
         // the count it gave first
         let lca = shape.lca_sizes();
-        let mut rows: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut probes = Vec::with_capacity(s);
-        for &key in &sample {
-            let (p, q, c) = key;
-            let row = rows
-                .entry(p)
-                .or_insert_with(|| shape.lca_row(&lca, p).unwrap_or_else(|| vec![0; kl]));
-            let lpq = row[q as usize];
-            let under = |x: u32| row[x as usize] > 0 && row[x as usize] <= lpq;
-            let units: Vec<(u32, bool)> = if c == NO_WINDOW {
-                (0..kl as u32)
-                    .filter(|&x| x != p && x != q)
-                    .map(|x| (x, under(x)))
-                    .collect()
-            } else {
-                sc.window(p, q, c).map(|x| (x, under(x))).collect()
-            };
-            let act = sc.active(&key, kl);
-            let v = self.tallies.value(&key).expect("a sampled probe was tallied");
-            probes.push(Probe {
-                key,
-                units,
-                before: (act + 2).saturating_sub(v),
-            });
-        }
+        let tallies = &self.tallies;
+        use rayon::prelude::*;
+        let probes: Vec<Probe> = sample
+            .par_iter()
+            .map(|&key| {
+                let (p, q, c) = key;
+                let row = shape.lca_row(&lca, p).unwrap_or_else(|| vec![0; kl]);
+                let lpq = row[q as usize];
+                let under = |x: u32| row[x as usize] > 0 && row[x as usize] <= lpq;
+                let units: Vec<(u32, bool)> = if c == NO_WINDOW {
+                    (0..kl as u32)
+                        .filter(|&x| x != p && x != q)
+                        .map(|x| (x, under(x)))
+                        .collect()
+                } else {
+                    sc.window(p, q, c).map(|x| (x, under(x))).collect()
+                };
+                let act = sc.active(&key, kl);
+                let v = tallies.value(&key).expect("a sampled probe was tallied");
+                Probe {
+                    key,
+                    units,
+                    before: (act + 2).saturating_sub(v),
+                }
+            })
+            .collect();
         (probes, r)
     }
 

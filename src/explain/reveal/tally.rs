@@ -37,6 +37,8 @@ struct Cells {
     rows: Vec<u32>,
     cols: Vec<u32>,
     first: Vec<First>,
+    /// Cells with an answer.
+    answered: usize,
 }
 
 impl Cells {
@@ -85,6 +87,7 @@ impl Tallies {
             rows: rows.to_vec(),
             cols: cols.to_vec(),
             first: vec![(0, 0, (0, 0, 0)); rows.len() * cols.len()],
+            answered: 0,
         });
         self.grid.len() - 1
     }
@@ -97,6 +100,7 @@ impl Tallies {
         let f = &mut cells.first[i];
         if f.1 == 0 {
             *f = (value, count, at);
+            cells.answered += 1;
         } else if f.0 == value {
             f.1 += count;
         } else {
@@ -138,26 +142,26 @@ impl Tallies {
     }
 
     /// Every answered probe and its first answer (probes asked on lines,
-    /// then grid cells launch by launch; each probe once).
-    pub(super) fn firsts(&self) -> impl Iterator<Item = (Key, &First)> + '_ {
-        let cells = self.grid.iter().flat_map(|c| {
-            c.first
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.1 > 0)
-                .map(move |(i, f)| (c.key(i), f))
-        });
-        self.first.iter().map(|(k, f)| (*k, f)).chain(cells)
+    /// then grid cells launch by launch, row by row; each probe once).
+    pub(super) fn for_each_first<'t>(&'t self, mut f: impl FnMut(Key, &'t First)) {
+        for (k, x) in &self.first {
+            f(*k, x);
+        }
+        for cells in &self.grid {
+            let w = cells.cols.len();
+            for (&p, row) in cells.rows.iter().zip(cells.first.chunks(w)) {
+                for (&q, x) in cells.cols.iter().zip(row) {
+                    if x.1 > 0 {
+                        f((p, q, NO_WINDOW), x);
+                    }
+                }
+            }
+        }
     }
 
     /// How many distinct probes were answered.
     pub(super) fn distinct(&self) -> usize {
-        let cells: usize = self
-            .grid
-            .iter()
-            .map(|c| c.first.iter().filter(|f| f.1 > 0).count())
-            .sum();
-        self.first.len() + cells
+        self.first.len() + self.grid.iter().map(|c| c.answered).sum::<usize>()
     }
 }
 
