@@ -582,18 +582,33 @@ impl Prober<'_> {
             .iter()
             .map(|w| self.tallies.add_grid(&w.rows, &w.cols))
             .collect();
+        // the window whose pairs the operands hold (None: not built yet)
+        let mut placed: Option<usize> = None;
         self.launch_all(
             windows.len(),
             |li, a, b| {
-                let w = &windows[li];
-                refill(a, m * kl, 1.0);
-                for i in 0..m {
-                    a[i * kl + w.rows[i % w.rows.len()] as usize] = hi;
+                // window w's pairs: `+B` (va) on the rows, `-B` (vb) on the
+                // columns, or units back in their place
+                let put = |w: &Window, a: &mut [f32], b: &mut [f32], va: f32, vb: f32| {
+                    for i in 0..m {
+                        a[i * kl + w.rows[i % w.rows.len()] as usize] = va;
+                    }
+                    for j in 0..n {
+                        b[w.cols[j % w.cols.len()] as usize * n + j] = vb;
+                    }
+                };
+                // after this call's first launch the operands are units but
+                // for the last window's pairs: take those back (a launch
+                // reads its operands, never writes them)
+                match placed {
+                    Some(last) => put(&windows[last], a, b, 1.0, 1.0),
+                    None => {
+                        refill(a, m * kl, 1.0);
+                        refill(b, kl * n, 1.0);
+                    }
                 }
-                refill(b, kl * n, 1.0);
-                for j in 0..n {
-                    b[w.cols[j % w.cols.len()] as usize * n + j] = -hi;
-                }
+                put(&windows[li], a, b, hi, -hi);
+                placed = Some(li);
             },
             |t, id, li, out| {
                 let w = &windows[li];
