@@ -1033,4 +1033,44 @@ mod tests {
             assert!(keyed > family.len() / 2, "the key merges most of the family: {keyed}");
         }
     }
+
+    /// Every answer counts: grid cells like probes on lines, and the
+    /// differing answers beyond those kept (`MAX_DEVIANT`) too; the list
+    /// holds the first 16 by position.
+    #[test]
+    fn every_disagreeing_answer_is_counted() {
+        let kl = 8;
+        let fma: Order = "fma".parse().unwrap();
+        // a chain: L(p, q) = max(p, q) + 1
+        let shape = order_shape(&fma, kl, false);
+        let mut t = Tallies::default();
+        let g = t.add_grid(&[0, 2], &[1, 3]);
+        // (0, 1), (0, 3), (2, 1) as the chain says; (2, 3) gives 5, not 4
+        for (i, l) in [2, 4, 3, 5].into_iter().enumerate() {
+            t.add_cell(g, i, l, 1, keys::at(0, i / 2, i % 2));
+        }
+        // a probe on lines: right first, then more differing answers than kept
+        let extra = tally::MAX_DEVIANT + 10;
+        t.add((4, 6, NO_WINDOW), 7, 1, keys::at(1, 0, 0));
+        for v in 0..extra {
+            t.add((4, 6, NO_WINDOW), 100 + v as u32, 1, keys::at(2, 0, v));
+        }
+        assert_eq!(t.overflow, 10);
+        let (list, count) = check_answers(&shape, &t, &Windows::default(), kl);
+        assert_eq!(count, 1 + extra);
+        assert_eq!(list.len(), 16);
+        let cell = Disagreement {
+            launch: 0,
+            row: 1,
+            col: 1,
+            p: 2,
+            q: 3,
+            expected: 4,
+            measured: 5,
+        };
+        assert_eq!(list[0], cell);
+        assert!(list[1..]
+            .iter()
+            .all(|d| (d.launch, d.p, d.q, d.expected) == (2, 4, 6, 7)));
+    }
 }
