@@ -1049,15 +1049,18 @@ mod tests {
         for (i, l) in [2, 4, 3, 5].into_iter().enumerate() {
             t.add_cell(g, i, l, 1, keys::at(0, i / 2, i % 2));
         }
+        // a cell answered again, differently: (0, 3) gives 9
+        t.add_cell(g, 1, 9, 1, keys::at(0, 2, 1));
         // a probe on lines: right first, then more differing answers than kept
         let extra = tally::MAX_DEVIANT + 10;
         t.add((4, 6, NO_WINDOW), 7, 1, keys::at(1, 0, 0));
         for v in 0..extra {
             t.add((4, 6, NO_WINDOW), 100 + v as u32, 1, keys::at(2, 0, v));
         }
-        assert_eq!(t.overflow, 10);
+        assert_eq!(t.overflow, 11);
+        assert_eq!(t.answers as usize, 4 + 1 + extra + 1);
         let (list, count) = check_answers(&shape, &t, &Windows::default(), kl);
-        assert_eq!(count, 1 + extra);
+        assert_eq!(count, 1 + extra + 1);
         assert_eq!(list.len(), 16);
         let cell = Disagreement {
             launch: 0,
@@ -1069,7 +1072,15 @@ mod tests {
             measured: 5,
         };
         assert_eq!(list[0], cell);
-        assert!(list[1..]
+        let again = Disagreement {
+            row: 2,
+            p: 0,
+            expected: 4,
+            measured: 9,
+            ..cell
+        };
+        assert_eq!(list[1], again);
+        assert!(list[2..]
             .iter()
             .all(|d| (d.launch, d.p, d.q, d.expected) == (2, 4, 6, 7)));
     }
