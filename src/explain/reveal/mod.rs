@@ -1049,9 +1049,10 @@ mod tests {
         for (i, l) in [2, 4, 3, 5].into_iter().enumerate() {
             t.add_cell(g, i, l, 1, keys::at(0, i / 2, i % 2));
         }
-        // a cell answered again, differently: (0, 3) gives 9; and the
-        // wrong (2, 3) again the same (two wrong answers)
+        // a cell answered again, differently: (0, 3) gives 9, twice; and
+        // the wrong (2, 3) again the same (two wrong answers)
         t.add_cell(g, 1, 9, 1, keys::at(0, 2, 1));
+        t.add_cell(g, 1, 9, 1, keys::at(0, 4, 1));
         t.add_cell(g, 3, 5, 1, keys::at(0, 3, 1));
         // a probe on lines: right first, then more differing answers than kept
         let extra = tally::MAX_DEVIANT + 10;
@@ -1060,9 +1061,10 @@ mod tests {
             t.add((4, 6, NO_WINDOW), 100 + v as u32, 1, keys::at(2, 0, v));
         }
         assert_eq!(t.overflow, 11);
-        assert_eq!(t.answers as usize, 4 + 2 + 1 + extra);
+        assert_eq!(t.answers as usize, 4 + 3 + 1 + extra);
+        assert_eq!(t.distinct(), 5);
         let (list, count) = check_answers(&shape, &t, &Windows::default(), kl);
-        assert_eq!(count, 2 + 1 + extra);
+        assert_eq!(count, 2 + 2 + extra);
         assert_eq!(list.len(), 16);
         let cell = Disagreement {
             launch: 0,
