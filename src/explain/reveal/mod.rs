@@ -182,7 +182,7 @@ fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (V
     type Bad = (At, u32, u32, u32, u32);
     type Entry<'t> = (Key, &'t tally::First);
     // a probe's answers (its first and any that differ) against `expected`
-    let judge = |key: &Key, f: &(u32, u64, At), expected: Option<u32>, bad: &mut Vec<Bad>, count: &mut u64| {
+    let judge = |key: &Key, f: &tally::First, expected: Option<u32>, bad: &mut Vec<Bad>, count: &mut u64| {
         let all = std::iter::once(*f).chain(deviant.get(key).into_iter().flatten().copied());
         for (v, n, a) in all {
             if expected != Some(v) {

@@ -13,7 +13,8 @@ pub(super) const MAX_DEVIANT: usize = 1 << 16;
 /// probe, so memory grows with the distinct probes, not with M x N.
 #[derive(Default)]
 pub(super) struct Tallies {
-    /// Each probe's first answer: (value, how many answers gave it, where the first sat).
+    /// The first answer of each probe asked outside a grid launch (on
+    /// lines or the diagonal).
     first: HashMap<Key, First>,
     /// The first answers of grid launches' pairs, kept by cell (not
     /// hashed: a grid launch answers up to `GRID_SIDE^2` new pairs).
