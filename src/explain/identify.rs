@@ -83,24 +83,25 @@ struct Sub {
 }
 
 impl Sub {
-    /// Row `r` of A and the first `cols` columns of B.
+    /// Row `r` of A and the first `cols` columns of B, B kept `[cols, K]`
+    /// (the layout the evaluator reads: no second copy when it prepares).
     fn new(p: &Problem, r: usize, cols: usize) -> Sub {
         let (k, n) = (p.k, p.n);
         let cols = cols.min(n);
-        fn take_cols<T: Copy>(b: &[T], layout: BLayout, width: usize, rows: usize, cols: usize) -> Vec<T> {
+        // the first `cols` columns of a `[rows, n]` (Kn) or `[n, rows]`
+        // (Nk) operand, as `[cols, rows]`
+        fn take_cols<T: Copy + Default + Send + Sync>(
+            b: &[T],
+            layout: BLayout,
+            n: usize,
+            rows: usize,
+            cols: usize,
+        ) -> Vec<T> {
             match layout {
-                BLayout::Kn => {
-                    let mut out = Vec::with_capacity(rows * cols);
-                    for kk in 0..rows {
-                        out.extend_from_slice(&b[kk * width..kk * width + cols]);
-                    }
-                    out
-                }
+                BLayout::Kn => gemm::transpose_columns(b, rows, n, cols),
                 BLayout::Nk => b[..cols * rows].to_vec(),
             }
         }
-        let take_cols32 = |b: &[f32], width: usize, rows: usize| take_cols(b, p.b_layout, width, rows, cols);
-        let take_cols8 = |b: &[u8], width: usize, rows: usize| take_cols(b, p.b_layout, width, rows, cols);
         let mut s = Sub {
             a: vec![],
             b: vec![],
@@ -115,7 +116,7 @@ impl Sub {
         match (p.a, p.b) {
             (Matrix::F32(a), Matrix::F32(b)) => {
                 s.a = a[r * k..(r + 1) * k].to_vec();
-                s.b = take_cols32(b, n, k);
+                s.b = take_cols(b, p.b_layout, n, k, cols);
             }
             (
                 Matrix::Mx {
@@ -130,8 +131,8 @@ impl Sub {
                 let kb = k / MX_BLOCK;
                 s.ca = ca[r * k..(r + 1) * k].to_vec();
                 s.sa = sa[r * kb..(r + 1) * kb].to_vec();
-                s.cb = take_cols8(cb, n, k);
-                s.sb = take_cols8(sb, n, kb);
+                s.cb = take_cols(cb, p.b_layout, n, k, cols);
+                s.sb = take_cols(sb, p.b_layout, n, kb, cols);
                 s.mx = Some(format);
             }
             _ => {}
@@ -139,7 +140,7 @@ impl Sub {
         s
     }
 
-    fn problem(&self, layout: BLayout) -> Problem<'_> {
+    fn problem(&self) -> Problem<'_> {
         let (a, b) = match self.mx {
             None => (Matrix::F32(&self.a), Matrix::F32(&self.b)),
             Some(format) => (
@@ -161,7 +162,7 @@ impl Sub {
             m: 1,
             n: self.n,
             k: self.k,
-            b_layout: layout,
+            b_layout: BLayout::Nk,
         }
     }
 }
@@ -324,7 +325,7 @@ pub fn identify(
         for (si, &w) in widths.iter().enumerate() {
             let sub = Sub::new(p, r, w);
             let live: Vec<Candidate> = alive.iter().map(|&i| candidates[i].clone()).collect();
-            let ev = Evaluator::new(sub.problem(p.b_layout), &live);
+            let ev = Evaluator::new(sub.problem(), &live);
             let res: Vec<(usize, Option<Distance>)> = alive
                 .par_iter()
                 .map(|&i| (i, ev.eval(&candidates[i].order).map(|got| distance(&got, &want[..w]))))
@@ -356,7 +357,7 @@ pub fn identify(
             ranked.sort_by_key(|&i| first[i].expect("filtered"));
             ranked.truncate(opts.closest_full.max(1));
             let full = Sub::new(p, r, n);
-            let ev = Evaluator::new(full.problem(p.b_layout), candidates);
+            let ev = Evaluator::new(full.problem(), candidates);
             closest = ranked
                 .par_iter()
                 .filter_map(|&i| ev.eval(&candidates[i].order).map(|got| (i, distance(&got, want))))

@@ -22,6 +22,6 @@ pub use operands::MxOperand;
 
 pub use arrays::{gemm_array, MxArrays};
 
-pub use prepare::{check_operands, prepare, representable, Kind, Prepared};
+pub use prepare::{check_operands, prepare, representable, transpose_columns, Kind, Prepared};
 pub use problem::{BLayout, GemmError, Matrix, Problem, MX_BLOCK};
 pub use run::{gemm, gemm_generic, trace};

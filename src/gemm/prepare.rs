@@ -80,18 +80,61 @@ impl Prepared<'_> {
     }
 }
 
-/// `[rows, cols]` -> `[cols, rows]`, in 32x32 tiles.
-fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
-    const T_: usize = 32;
-    let mut out = vec![T::default(); x.len()];
-    for r0 in (0..rows).step_by(T_) {
-        for c0 in (0..cols).step_by(T_) {
-            for r in r0..(r0 + T_).min(rows) {
-                for c in c0..(c0 + T_).min(cols) {
-                    out[c * rows + r] = x[r * cols + c];
+/// `[rows, cols]` -> `[cols, rows]` ([`transpose_columns`] of all columns).
+fn transpose<T: Copy + Default + Send + Sync>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    transpose_columns(x, rows, cols, cols)
+}
+
+/// The first `cols` columns of `x`, `[rows, width]` row-major, as a
+/// `[cols, rows]` row-major matrix (B's first columns from `[K, N]` to
+/// `[N, K]`). Tiles of 64 x 64 go through a local buffer, so each line of
+/// the input and of the output is touched once (a strided walk over a
+/// power-of-two width, K = 4096, puts every access in one cache set) and
+/// each page visited gives 64 elements, not one line's worth (a page per
+/// row of a tile: the TLB, not the copy, sets the pace). Blocks of 64
+/// output rows in parallel from 64K elements (a pure copy: no result
+/// depends on the thread count).
+///
+/// # Panics
+/// When `cols > width` or `x` holds fewer than `rows * width` elements.
+pub fn transpose_columns<T: Copy + Default + Send + Sync>(x: &[T], rows: usize, width: usize, cols: usize) -> Vec<T> {
+    const TILE: usize = 64;
+    assert!(
+        cols <= width && x.len() >= rows * width,
+        "transpose_columns: {cols} of {width} columns, {rows} rows, {} elements",
+        x.len()
+    );
+    let mut out = vec![T::default(); rows * cols];
+    if rows == 0 || cols == 0 {
+        return out;
+    }
+    // output rows c0.. (input columns), dst holding them whole
+    let block = |(bi, dst): (usize, &mut [T])| {
+        let c0 = bi * TILE;
+        let w = dst.len() / rows;
+        let mut tile = Box::new([[T::default(); TILE]; TILE]);
+        for r0 in (0..rows).step_by(TILE) {
+            let h = TILE.min(rows - r0);
+            for (i, t) in tile.iter_mut().enumerate().take(h) {
+                let src = &x[(r0 + i) * width + c0..][..w];
+                if let Ok(whole) = <&[T; TILE]>::try_from(src) {
+                    // a fixed-size copy: moves in registers, no call
+                    *t = *whole;
+                } else {
+                    t[..w].copy_from_slice(src);
+                }
+            }
+            for c in 0..w {
+                for (i, v) in dst[c * rows + r0..][..h].iter_mut().enumerate() {
+                    *v = tile[i][c];
                 }
             }
         }
+    };
+    if out.len() >= 1 << 16 {
+        out.par_chunks_mut(TILE * rows).enumerate().for_each(block);
+    } else {
+        out.chunks_mut(TILE * rows).enumerate().for_each(block);
     }
     out
 }
@@ -377,6 +420,40 @@ pub fn prepare<'a>(order: &Order, p: &Problem<'a>) -> Result<Prepared<'a>, GemmE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`transpose_columns`] against its definition, element by element:
+    /// shapes off the 64 x 64 tile (partial tiles on both sides), some
+    /// columns or all, serial and parallel sizes, f32 and byte operands.
+    #[test]
+    fn transpose_columns_is_the_definition() {
+        fn check<T: Copy + Default + Send + Sync + PartialEq + std::fmt::Debug>(f: impl Fn(usize) -> T) {
+            for (rows, width, cols) in [
+                (1, 1, 1),
+                (3, 5, 2),
+                (64, 64, 64),
+                (65, 130, 129),
+                (200, 70, 3),
+                (4096, 40, 33),
+                (300, 300, 300),
+                (7, 9, 0),
+            ] {
+                let x: Vec<T> = (0..rows * width).map(&f).collect();
+                let got = transpose_columns(&x, rows, width, cols);
+                assert_eq!(got.len(), rows * cols);
+                for c in 0..cols {
+                    for r in 0..rows {
+                        assert_eq!(
+                            got[c * rows + r],
+                            x[r * width + c],
+                            "{rows}x{width} cols {cols}: ({r}, {c})"
+                        );
+                    }
+                }
+            }
+        }
+        check(|i| i as f32);
+        check(|i| (i * 7 % 251) as u8);
+    }
 
     /// The quick test never says yes where the cast says no, on a walk over
     /// every f32 bit pattern plus each type's edges, and it says yes to
