@@ -907,12 +907,12 @@ fn verify_f32(
 ) -> Result<(Vec<RowIdentity>, usize), RevealError> {
     let o = pr.o;
     let c = cols.len();
-    let mut a = vec![0f32; o.m * o.k];
+    // A and B in the probe launches' buffers (already mapped: a fresh
+    // 64 MiB buffer is zeroed by the kernel page by page as it is written)
+    let mut a = std::mem::take(&mut pr.buffers.0);
+    prober::refill(&mut a, o.m * o.k, 0.0);
     a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));
     let bc = random_values(o.input, o.k * c, o.seed ^ 0xB0B);
-    // B in the probe launches' buffer (already mapped: a fresh K x N
-    // buffer is zeroed by the kernel page by page as its columns are
-    // written)
     let mut b = std::mem::take(&mut pr.buffers.1);
     {
         use rayon::prelude::*;
@@ -946,8 +946,9 @@ fn verify_f32(
     };
     let observed = pick(&ran?, rows, cols, o.n);
     clock.mark("verification launch");
-    let ids = identify(&sub, rows, &observed, cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent)?;
-    Ok((ids, observed.len()))
+    let ids = identify(&sub, rows, &observed, cands, IdentifyOptions::default()).map_err(RevealError::Inconsistent);
+    pr.buffers.0 = a;
+    Ok((ids?, observed.len()))
 }
 
 /// [`verify_matches`] on MX inputs of `f`: random codes and scales; the

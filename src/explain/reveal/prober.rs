@@ -374,10 +374,16 @@ impl Prober<'_> {
                     });
                     refill(a, m * kl, other);
                 } else {
-                    refill(a, m * kl, 0.0);
-                    for i in 0..m {
-                        a[i * kl..i * kl + odd[which(l, i)]].fill(lo);
-                    }
+                    // every element written once, rows in parallel (row by
+                    // row on one thread is 64 MiB of stores at M = K = 4096)
+                    use rayon::prelude::*;
+                    a.truncate(m * kl);
+                    a.resize(m * kl, 0.0);
+                    a.par_chunks_mut(kl).enumerate().for_each(|(i, row)| {
+                        let c = odd[which(l, i)];
+                        row[..c].fill(lo);
+                        row[c..].fill(0.0);
+                    });
                     refill(b, kl * n, other);
                 }
             },
