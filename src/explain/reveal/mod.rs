@@ -77,7 +77,7 @@ use crate::gemm::{BLayout, Matrix, Problem, MX_BLOCK};
 use crate::mx::MxFormat;
 use crate::order::{InType, Order};
 use crate::subject::Subject;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 mod error;
 mod grid;
@@ -175,7 +175,7 @@ pub struct Revealed {
 fn check_answers(shape: &Shape, t: &Tallies, windows: &Windows, kl: usize) -> (Vec<Disagreement>, usize) {
     use rayon::prelude::*;
     let lca = shape.lca_sizes();
-    let mut deviant: HashMap<Key, Vec<(u32, u64, At)>> = HashMap::new();
+    let mut deviant: HashMap<Key, Vec<(u32, u64, At)>> = HashMap::default();
     for (&(key, v), &(c, a)) in &t.deviant {
         deviant.entry(key).or_default().push((v, c, a));
     }
@@ -611,7 +611,7 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
             };
             let mut touched = Vec::new();
             fo.row(f, &mut row, &mut touched);
-            let mut by_rep: HashMap<u32, usize> = HashMap::new();
+            let mut by_rep: HashMap<u32, usize> = HashMap::default();
             for &x in &s[1..] {
                 if row[x as usize] != 0 {
                     sources.push(Source::Known(row[x as usize]));
@@ -802,7 +802,7 @@ fn match_shapes(
     use rayon::prelude::*;
     let canon = shape.canonical();
     let mut closest: Option<crate::explain::ShapeMiss> = None;
-    let mut index: HashMap<Order, usize> = HashMap::new();
+    let mut index: HashMap<Order, usize> = HashMap::default();
     let mut uniq: Vec<Order> = Vec::new();
     for c in family {
         index.entry(shape_key(&c.order)).or_insert_with(|| {
