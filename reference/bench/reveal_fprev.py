@@ -8,7 +8,9 @@ DIR holds FPRev's unmodified `fprev.py` (github.com/peichenxie/FPRev; it
 imports `graphviz`, the pure-Python package, which must be importable too).
 Both tools reveal the accumulation order of output (0, 0) of the same
 kernel at the same launch shape [M, K] x [K, N], in the same process, on an
-idle GPU, one after the other, each after one untimed warm-up call:
+idle GPU, one after the other, each after one untimed warm-up call and a
+`gc.collect()` (neither pays for a collection of the garbage the other
+left):
 
   FPRev   `fprev.fprev(impl)` with an `AccumImpl` written as its own
           TorchGEMM is (experiments/accumimpls/torch.py): A and B all ones
@@ -34,6 +36,7 @@ in OUT.jsonl; the medians per shape are printed as a Markdown table.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -43,6 +46,13 @@ import numpy as np
 import torch
 
 DEV = torch.device("cuda")
+
+
+def settle():
+    """Before a timed section: the garbage of what ran before collected,
+    the GPU idle."""
+    gc.collect()
+    sync()
 
 
 def sync():
@@ -110,7 +120,7 @@ def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi, how: str = "plain
     fn(np.ones((1, k), np.float32), np.ones((k, n), np.float32))
     rows = []
     for rnd in range(rounds):
-        sync()
+        settle()
         t0 = time.perf_counter()
         r = mxbi.reveal(fn, 1, k, n, input=dtype, name=name)
         rows.append(
@@ -176,7 +186,7 @@ def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str =
     impl = fprev_backend(fprev_mod, mm, m, k, n)
     impl.get_l()  # warm-up (FPRev's compare.py warms up once as well)
     impl.calls = 0
-    sync()
+    settle()
     t0 = time.perf_counter()
     tree = fprev_mod.fprev(impl)
     t_fprev = time.perf_counter() - t0
@@ -186,7 +196,7 @@ def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str =
 
     fn = subject(mm, how)
     fn(np.ones((m, k), np.float32), np.ones((k, n), np.float32))  # warm-up
-    sync()
+    settle()
     t0 = time.perf_counter()
     r = mxbi.reveal(fn, m, k, n, name=name)
     t_mxbi = time.perf_counter() - t0
