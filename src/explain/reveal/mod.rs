@@ -533,6 +533,7 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
         windows: Windows::default(),
         spent: [0.0; 3],
         buffers: prober::kept_buffers(),
+        lines_held: None,
     })
 }
 
@@ -909,6 +910,7 @@ fn verify_f32(
     let c = cols.len();
     // A and B in the probe launches' buffers (already mapped: a fresh
     // 64 MiB buffer is zeroed by the kernel page by page as it is written)
+    pr.lines_held = None;
     let mut a = std::mem::take(&mut pr.buffers.0);
     prober::refill(&mut a, o.m * o.k, 0.0);
     a[..rows.len() * o.k].copy_from_slice(&random_values(o.input, rows.len() * o.k, o.seed ^ 0xA11CE));

@@ -158,6 +158,21 @@ pub(super) struct Prober<'a> {
     pub(super) spent: [f64; 3],
     /// A and B of the last launch (their allocations are reused).
     pub(super) buffers: (Vec<f32>, Vec<f32>),
+    /// What `buffers` hold when the last launch was one of unwindowed
+    /// lines ([`Prober::measure_lines`]); None when anything else wrote them.
+    pub(super) lines_held: Option<LinesHeld>,
+}
+
+/// Operands left by a launch of unwindowed lines: the line operand all
+/// units but at `placed` (its `+-B`), the other operand all units. The
+/// next such launch puts those elements back to units and places its own,
+/// instead of writing both operands whole (64 MiB at K = N = 4096, most of
+/// building a launch of lines).
+pub(super) struct LinesHeld {
+    /// Whether the lines are B's columns (else A's rows).
+    cols: bool,
+    /// Indices into the line operand holding `+-B`.
+    placed: Vec<usize>,
 }
 
 /// The launch buffers of the last reveal in the process, taken by the next
@@ -301,6 +316,9 @@ impl Prober<'_> {
         // the launch inputs, reused from launch to launch (a fresh 64 MiB
         // buffer per launch costs more in page faults than filling it)
         let (mut a, mut b) = std::mem::take(&mut self.buffers);
+        // whatever `build` writes, the buffers no longer hold the last
+        // lines (measure_lines took that note before, and gives it back)
+        self.lines_held = None;
         for i in 0..count {
             let t0 = std::time::Instant::now();
             build(i, &mut a, &mut b);
@@ -504,25 +522,44 @@ impl Prober<'_> {
             }
         };
         let active = |key: &Key| sc.active(key, kl);
+        // what the operands hold from the last launch of unwindowed lines
+        let mut held = self.lines_held.take();
         let done = self.launch_all(
             chunks.len(),
             |li, a, b| {
                 let chunk = chunks[li];
                 let used = chunk.len();
-                if cols {
-                    refill(b, kl * n, fill(chunk));
-                    for j in 0..n {
-                        line(&chunk[j % used], &mut |x, v| b[x * n + j] = v);
+                let (line_op, other_op) = if cols { (&mut *b, &mut *a) } else { (&mut *a, &mut *b) };
+                let (line_len, other_len) = if cols { (kl * n, m * kl) } else { (m * kl, kl * n) };
+                // unwindowed lines over the last ones: their `+-B` back to
+                // units; else both operands written whole
+                let unwindowed = chunk.iter().all(|k| k.2 == NO_WINDOW);
+                match held.take() {
+                    Some(h)
+                        if unwindowed && h.cols == cols && line_op.len() == line_len && other_op.len() == other_len =>
+                    {
+                        for &i in &h.placed {
+                            line_op[i] = lo;
+                        }
                     }
-                    refill(a, m * kl, other);
-                } else {
-                    refill(a, m * kl, fill(chunk));
-                    for i in 0..m {
-                        let row = &mut a[i * kl..(i + 1) * kl];
-                        line(&chunk[i % used], &mut |x, v| row[x] = v);
+                    _ => {
+                        refill(line_op, line_len, fill(chunk));
+                        refill(other_op, other_len, other);
                     }
-                    refill(b, kl * n, other);
                 }
+                // element x of line l: at x * n + l (columns) or l * kl + x
+                let (stride, step) = if cols { (n, 1) } else { (1, kl) };
+                let mut placed = Vec::new();
+                for l in 0..if cols { n } else { m } {
+                    line(&chunk[l % used], &mut |x, v| {
+                        let i = x * stride + l * step;
+                        line_op[i] = v;
+                        if unwindowed {
+                            placed.push(i);
+                        }
+                    });
+                }
+                held = unwindowed.then_some(LinesHeld { cols, placed });
             },
             |t, id, li, out| {
                 use rayon::prelude::*;
@@ -564,6 +601,9 @@ impl Prober<'_> {
             },
         );
         self.windows = windows;
+        if done.is_ok() {
+            self.lines_held = held;
+        }
         done
     }
 
