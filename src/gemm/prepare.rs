@@ -436,6 +436,7 @@ mod tests {
                 (4096, 40, 33),
                 (300, 300, 300),
                 (7, 9, 0),
+                (0, 5, 3),
             ] {
                 let x: Vec<T> = (0..rows * width).map(&f).collect();
                 let got = transpose_columns(&x, rows, width, cols);
