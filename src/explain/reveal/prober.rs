@@ -158,21 +158,14 @@ pub(super) struct Prober<'a> {
     pub(super) spent: [f64; 3],
     /// A and B of the last launch (their allocations are reused).
     pub(super) buffers: (Vec<f32>, Vec<f32>),
-    /// What `buffers` hold when the last launch was one of unwindowed
-    /// lines ([`Prober::measure_lines`]); None when anything else wrote them.
-    pub(super) lines_held: Option<LinesHeld>,
-}
-
-/// Operands left by a launch of unwindowed lines: the line operand all
-/// units but at `placed` (its `+-B`), the other operand all units. The
-/// next such launch puts those elements back to units and places its own,
-/// instead of writing both operands whole (64 MiB at K = N = 4096, most of
-/// building a launch of lines).
-pub(super) struct LinesHeld {
-    /// Whether the lines are B's columns (else A's rows).
-    cols: bool,
-    /// Indices into the line operand holding `+-B`.
-    placed: Vec<usize>,
+    /// Set by a launch of unwindowed lines ([`Prober::measure_lines`]):
+    /// the indices into the line operand holding its `+-B`, every other
+    /// element of both operands a unit. The next such launch puts those
+    /// back to units and places its own, instead of writing both operands
+    /// whole (64 MiB at K = N = 4096, most of building a launch of lines).
+    /// None when anything else wrote the buffers. (Which operand holds the
+    /// lines and the operands' sizes are fixed for a reveal.)
+    pub(super) lines_held: Option<Vec<usize>>,
 }
 
 /// The launch buffers of the last reveal in the process, taken by the next
@@ -535,10 +528,9 @@ impl Prober<'_> {
                 // units; else both operands written whole
                 let unwindowed = chunk.iter().all(|k| k.2 == NO_WINDOW);
                 match held.take() {
-                    Some(h)
-                        if unwindowed && h.cols == cols && line_op.len() == line_len && other_op.len() == other_len =>
-                    {
-                        for &i in &h.placed {
+                    Some(placed) if unwindowed => {
+                        debug_assert!(line_op.len() == line_len && other_op.len() == other_len);
+                        for i in placed {
                             line_op[i] = lo;
                         }
                     }
@@ -559,7 +551,7 @@ impl Prober<'_> {
                         }
                     });
                 }
-                held = unwindowed.then_some(LinesHeld { cols, placed });
+                held = unwindowed.then_some(placed);
             },
             |t, id, li, out| {
                 use rayon::prelude::*;
