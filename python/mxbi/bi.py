@@ -242,6 +242,11 @@ class _Callable:
     def __init__(self, fn: Callable[..., Any]):
         self.fn = fn
         self.__qualname__ = getattr(fn, "__qualname__", None) or type(fn).__name__
+        # where the checker may write the operands (mxbi.torch.on_device's
+        # pinned upload buffers): passed on as the callable's own
+        hook = getattr(fn, "_mxbi_input_buffer", None)
+        if callable(hook):
+            self._mxbi_input_buffer = hook
 
     def __call__(self, a: Any, b: Any) -> Any:
         return output_f32(self.fn(a, b))

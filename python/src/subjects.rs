@@ -24,6 +24,14 @@ pub(crate) struct PySubject {
     /// The arrays `a` and `b` of the last call, refilled for the next call
     /// when nothing but this slot holds them (see [`reuse_or_new`]).
     pub(crate) inputs: Mutex<[Option<Py<PyArray2<f32>>>; 2]>,
+    /// The callable's `_mxbi_input_buffer(which, shape)`, if it has one
+    /// (`mxbi.torch.on_device`): where to write operand "a" or "b" before
+    /// the call (a float32 array of that shape, e.g. a pinned upload
+    /// buffer, free until the call), or None for an array of our own.
+    pub(crate) input_buffer: Option<Py<PyAny>>,
+    /// Held from writing into the callable's buffers until its call
+    /// returns (a concurrent call uses arrays of its own).
+    pub(crate) buffer_busy: Mutex<()>,
 }
 
 /// Arrays a finished Python subject leaves for the next one (a reveal or
@@ -92,6 +100,46 @@ fn reuse_or_new<'py>(
     Ok(arr)
 }
 
+/// `data` written into the array the callable's `_mxbi_input_buffer`
+/// gives for operand `which` of `shape`; None when it gives None. Anything
+/// but a writable, contiguous float32 array of that shape is an error.
+fn into_callers_buffer<'py>(
+    py: Python<'py>,
+    hook: &Py<PyAny>,
+    which: &str,
+    data: &[f32],
+    shape: [usize; 2],
+) -> PyResult<Option<Bound<'py, PyArray2<f32>>>> {
+    let got = hook.bind(py).call1((which, (shape[0], shape[1])))?;
+    if got.is_none() {
+        return Ok(None);
+    }
+    let wrong = |why: &str| {
+        PyException::new_err(format!(
+            "_mxbi_input_buffer({which:?}, {shape:?}) {why}: expected a writable C-contiguous float32 array of that shape or None"
+        ))
+    };
+    let arr = got
+        .cast_into::<PyArray2<f32>>()
+        .map_err(|_| wrong("returned something else"))?;
+    if arr.shape() != shape {
+        return Err(wrong("returned another shape"));
+    }
+    if !arr.is_c_contiguous() {
+        return Err(wrong("returned a non-contiguous array"));
+    }
+    {
+        let mut rw = arr
+            .try_readwrite()
+            .map_err(|_| wrong("returned an array that is not writable"))?;
+        let dst = rw
+            .as_slice_mut()
+            .map_err(|_| wrong("returned a non-contiguous array"))?;
+        copy_in(dst, data);
+    }
+    Ok(Some(arr))
+}
+
 impl Drop for PySubject {
     /// Leaves the arrays of the last call for the next subject, when small
     /// enough to keep (else they are freed with the subject).
@@ -150,17 +198,27 @@ impl Subject for PySubject {
         };
         let out = Python::attach(|py| -> Result<Vec<f32>, SubjectError> {
             let call = || -> PyResult<Bound<'_, PyAny>> {
-                let (a, b) = match self.inputs.try_lock() {
-                    Ok(mut slots) => {
-                        let [sa, sb] = &mut *slots;
-                        (reuse_or_new(py, sa, a, [m, k])?, reuse_or_new(py, sb, &b_kn, [k, n])?)
-                    }
-                    // another call is filling them: arrays of its own
-                    Err(_) => (
-                        PyArray1::from_slice(py, a).reshape([m, k])?,
-                        PyArray1::from_slice(py, &b_kn).reshape([k, n])?,
-                    ),
+                // the callable's own buffers, held until its call returns
+                let hook = match (&self.input_buffer, self.buffer_busy.try_lock()) {
+                    (Some(h), Ok(busy)) => Some((h, busy)),
+                    _ => None,
                 };
+                // another call filling the slots: arrays of its own
+                let mut slots = self.inputs.try_lock().ok();
+                let mut operand = |which: &str, i: usize, data: &[f32], shape: [usize; 2]| {
+                    if let Some((h, _)) = &hook {
+                        if let Some(arr) = into_callers_buffer(py, h, which, data, shape)? {
+                            return Ok(arr);
+                        }
+                    }
+                    match slots.as_deref_mut() {
+                        Some(slot) => reuse_or_new(py, &mut slot[i], data, shape),
+                        None => PyArray1::from_slice(py, data).reshape(shape),
+                    }
+                };
+                let a = operand("a", 0, a, [m, k])?;
+                let b = operand("b", 1, &b_kn, [k, n])?;
+                drop(slots);
                 self.func.bind(py).call1((a, b))
             };
             let out = match call() {
@@ -285,7 +343,18 @@ pub(crate) fn subject(spec: &Bound<'_, PyAny>, name: Option<String>, ctx: Runner
         abort: abort.clone(),
         // the arrays the last subject left, if any (another subject alive at
         // the same time finds none and makes its own)
-        inputs: Mutex::new(LEFT_ARRAYS.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default()),
+        inputs: Mutex::new(
+            LEFT_ARRAYS
+                .lock()
+                .map(|mut l| std::mem::take(&mut *l))
+                .unwrap_or_default(),
+        ),
+        input_buffer: spec
+            .getattr("_mxbi_input_buffer")
+            .ok()
+            .filter(|h| h.is_callable())
+            .map(|h| h.unbind()),
+        buffer_busy: Mutex::new(()),
     };
     Ok(Parsed {
         subject: Box::new(s),

@@ -45,6 +45,51 @@ def test_a_callable_keeps_the_inputs_it_holds_on_to():
     assert not np.array_equal(kept[0][3], kept[1][3])
 
 
+class Buffered:
+    """A callable with kept input buffers (the protocol of
+    ``mxbi.torch.on_device``): ``_mxbi_input_buffer(which, shape)`` hands
+    out the buffer the checker writes the operand into, or None."""
+
+    def __init__(self, only=("a", "b"), make=None):
+        self.only, self.held, self.calls, self.asked = only, {}, [], []
+        self.make = make or (lambda shape: np.zeros(shape, np.float32))
+
+    def _mxbi_input_buffer(self, which, shape):
+        self.asked.append((which, shape))
+        if which not in self.only:
+            return None
+        if which not in self.held or self.held[which].shape != tuple(shape):
+            self.held[which] = self.make(shape)
+        return self.held[which]
+
+    def __call__(self, a, b):
+        self.calls.append((a is self.held.get("a"), b is self.held.get("b")))
+        return muladd(a, b)
+
+
+def test_a_callable_s_own_input_buffers_are_written_in_place():
+    # both operands, only B (A of a GEMV goes in an array of mxbi's own), none
+    for only, want in [(("a", "b"), (True, True)), (("b",), (False, True)), ((), (False, False))]:
+        fn = Buffered(only)
+        r = mxbi.reveal(fn, 4, 96, 6)
+        assert r.order == "muladd" and r.disagreements == 0, only
+        assert set(fn.calls) == {want}, only
+        assert len(fn.asked) == 2 * r.launches and fn.asked[:2] == [("a", (4, 96)), ("b", (96, 6))]
+    # a check runs through it too, and a buffer of the wrong kind is one clear error
+    assert mxbi.bi.check(Buffered(), families=["batch"], k=32, n=3, m=[1, 5]).cells
+    for make, why in [
+        (lambda s: np.zeros(s, np.float64), "returned something else"),
+        (lambda s: np.zeros((s[0] + 1, s[1]), np.float32), "returned another shape"),
+        (lambda s: np.zeros((s[1], s[0]), np.float32).T, "returned a non-contiguous array"),
+    ]:
+        with pytest.raises(mxbi.MxbiError, match=why):
+            mxbi.reveal(Buffered(make=make), 4, 96, 6)
+    ro = np.zeros((4, 96), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(mxbi.MxbiError, match="not writable"):
+        mxbi.reveal(Buffered(make=lambda s: ro if s == (4, 96) else np.zeros(s, np.float32)), 4, 96, 6)
+
+
 def test_large_operands_are_copied_in_parallel_and_left_for_the_next_reveal():
     # B of 2048 x 2048 float32 (16 MiB) is copied into the callable's array
     # in parallel chunks, and the arrays a reveal's subject leaves are taken

@@ -66,3 +66,33 @@ def test_on_device_cuda_runs_on_the_gpu_and_returns_its_exact_bytes():
     r = mxbi.bi.check(fn, families=["repeat", "batch"], k=512, n=256, m=[1, 64, 65], input="bf16")
     assert r.subject.endswith("kernel")
     assert r.cells, "the check ran no cell"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200 run)")
+def test_on_device_input_buffers_are_its_pinned_uploads():
+    """On a GPU: an operand of 1 MiB or more is handed out as the wrapper's
+    pinned buffer, goes up without a copy when passed back, and a reveal
+    writing into it finds the same tree as one through arrays of its own."""
+    import mxbi.torch as mt
+
+    fn = mt.on_device(lambda a, b: a @ b, device="cuda")
+    assert fn._mxbi_input_buffer("a", (1, 512)) is None  # 2 KiB: no buffer
+    assert fn._mxbi_input_buffer("c", (512, 512)) is None
+    buf = fn._mxbi_input_buffer("b", (512, 512))
+    assert buf.dtype == np.float32 and buf.shape == (512, 512) and buf.flags.c_contiguous
+    assert fn._mxbi_input_buffer("b", (512, 512)) is buf  # kept
+    a, b = draw((3, 512), 7), draw((512, 512), 8)
+    want = (torch.from_numpy(a).cuda() @ torch.from_numpy(b).cuda()).cpu().numpy()
+    for rounds in range(3):
+        fn._mxbi_input_buffer("b", (512, 512))[...] = b
+        assert np.array_equal(fn(a, buf).view(np.uint32), want.view(np.uint32))
+        fn._mxbi_input_buffer("b", (512, 512))[...] = 0.0  # not an upload of old values
+        assert not fn(a, buf).any()
+        assert np.array_equal(fn(a, b).view(np.uint32), want.view(np.uint32))  # another array: copied
+    own = mxbi.reveal(fn, 1, 512, 512)
+    def pageable(x, y):
+        return (torch.from_numpy(x).cuda() @ torch.from_numpy(y).cuda()).cpu().numpy()
+
+    plain = mxbi.reveal(pageable, 1, 512, 512)
+    assert own.disagreements == plain.disagreements == 0 and own.launches > 1
+    assert own.shape == plain.shape and own.order == plain.order

@@ -84,13 +84,17 @@ impl Forest {
     /// first answer; a probe whose answers differ is left to the check of
     /// every answer against the recovered tree).
     pub(super) fn of(t: &Tallies, kl: usize) -> Forest {
-        let mut pairs: Vec<(u32, u32, u32)> = Vec::with_capacity(t.distinct());
+        // (L, p, q) packed so that the keys' order is the tuples' (leaves
+        // are below 2^16: reveal's limit on K)
+        let mut pairs: Vec<u64> = Vec::with_capacity(t.distinct());
         t.for_each_first(|k, v| {
             if k.2 == NO_WINDOW {
-                pairs.push((v.0, k.0.min(k.1), k.0.max(k.1)));
+                let (p, q) = (k.0.min(k.1) as u64, k.0.max(k.1) as u64);
+                pairs.push((v.0 as u64) << 32 | p << 16 | q);
             }
         });
-        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut pairs[..]);
+        debug_assert!(kl <= 1 << 16);
+        pairs.sort_unstable();
         let mut f = Forest {
             root: (0..kl as u32).collect(),
             top: (0..kl as u32).collect(),
@@ -99,7 +103,8 @@ impl Forest {
             children: Vec::new(),
             kl,
         };
-        for (l, p, q) in pairs {
+        for key in pairs {
+            let (l, p, q) = ((key >> 32) as u32, (key >> 16) as u32 & 0xFFFF, key as u32 & 0xFFFF);
             let (a, b) = (f.find(p), f.find(q));
             if a == b {
                 continue;
