@@ -458,30 +458,36 @@ impl Shape {
     /// one and not the other, and the first edge of this tree `other`
     /// lacks.
     pub fn distance(canon: &[[u32; 4]], other: &[[u32; 4]]) -> (usize, Option<[u32; 4]>) {
-        let (mut i, mut j, mut differ, mut first) = (0, 0, 0, None);
-        while i < canon.len() || j < other.len() {
-            match (canon.get(i), other.get(j)) {
-                (Some(a), Some(b)) if a == b => {
-                    i += 1;
-                    j += 1;
-                }
-                (Some(a), Some(b)) if a < b => {
-                    first = first.or(Some(*a));
-                    differ += 1;
-                    i += 1;
-                }
-                (Some(a), None) => {
-                    first = first.or(Some(*a));
-                    differ += 1;
-                    i += 1;
-                }
-                _ => {
-                    differ += 1;
-                    j += 1;
-                }
-            }
+        Shape::distance_within(canon, other, usize::MAX).expect("no distance exceeds usize::MAX")
+    }
+
+    /// [`Shape::distance`] where it is at most `cutoff`, else None (found
+    /// as soon as the edges in one and not the other pass the cutoff).
+    pub fn distance_within(canon: &[[u32; 4]], other: &[[u32; 4]], cutoff: usize) -> Option<(usize, Option<[u32; 4]>)> {
+        if canon.len().abs_diff(other.len()) > cutoff {
+            return None;
         }
-        (differ, first)
+        // the edges as integers in the same order (a merge of two sorted
+        // lists; branch-free steps)
+        let key = |e: &[u32; 4]| (e[0] as u128) << 96 | (e[1] as u128) << 64 | (e[2] as u128) << 32 | e[3] as u128;
+        let (mut i, mut j, mut differ, mut first) = (0, 0, 0, None);
+        while i < canon.len() && j < other.len() {
+            if differ > cutoff {
+                return None;
+            }
+            let (x, y) = (key(&canon[i]), key(&other[j]));
+            if x < y && first.is_none() {
+                first = Some(canon[i]);
+            }
+            differ += (x != y) as usize;
+            i += (x <= y) as usize;
+            j += (x >= y) as usize;
+        }
+        if i < canon.len() {
+            first = first.or(Some(canon[i]));
+        }
+        differ += (canon.len() - i) + (other.len() - j);
+        (differ <= cutoff).then_some((differ, first))
     }
 }
 
@@ -613,6 +619,38 @@ mod tests {
 
     fn shape(s: &str, k: usize) -> Shape {
         Shape::of_tree(&s.parse::<Order>().unwrap().compile(k))
+    }
+
+    #[test]
+    fn distances_within_a_cutoff_are_the_distances() {
+        let specs = [
+            "fma",
+            "fma;split=4",
+            "fma;ktile=4;split=8/interleave",
+            "fma;ktile=8;split=4;reduce=pairwise",
+            "fma;split=64;reduce=pairwise",
+            "mma(k=16,f=25)",
+            "mma(k=8,f=25);split=2",
+        ];
+        let canon: Vec<Vec<[u32; 4]>> = specs.iter().map(|s| shape(s, 64).canonical()).collect();
+        // the definition: edges in one and not the other, and the least
+        // edge of the first the second lacks
+        let by_sets = |x: &[[u32; 4]], y: &[[u32; 4]]| {
+            let (sx, sy): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
+                (x.iter().copied().collect(), y.iter().copied().collect());
+            (sx.symmetric_difference(&sy).count(), sx.difference(&sy).next().copied())
+        };
+        for x in &canon {
+            for y in &canon {
+                let full = Shape::distance(x, y);
+                assert_eq!(full, by_sets(x, y));
+                for cutoff in [0, 1, full.0.saturating_sub(1), full.0, full.0 + 1, usize::MAX] {
+                    let within = Shape::distance_within(x, y, cutoff);
+                    assert_eq!(within, (full.0 <= cutoff).then_some(full), "cutoff {cutoff}");
+                }
+            }
+        }
+        assert!(canon.iter().any(|x| Shape::distance(x, &canon[0]).0 > 0));
     }
 
     #[test]

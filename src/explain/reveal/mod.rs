@@ -820,12 +820,26 @@ fn match_shapes(
         .collect();
     if !hit.contains(&true) {
         let shapes = key_shapes(&uniq, k, mx);
-        let dist: Vec<(usize, Option<[u32; 4]>)> = shapes.par_iter().map(|c| Shape::distance(&canon, c)).collect();
-        hit = dist.iter().map(|d| d.0 == 0).collect();
+        // each key's distance where it is no more than the least found so
+        // far (None past it): the least, its first key and every key at
+        // distance 0 are the same as from every distance in full
+        let least = std::sync::atomic::AtomicUsize::new(usize::MAX);
+        let dist: Vec<Option<(usize, Option<[u32; 4]>)>> = shapes
+            .par_iter()
+            .map(|c| {
+                let d = Shape::distance_within(&canon, c, least.load(std::sync::atomic::Ordering::Relaxed));
+                if let Some((n, _)) = d {
+                    least.fetch_min(n, std::sync::atomic::Ordering::Relaxed);
+                }
+                d
+            })
+            .collect();
+        hit = dist.iter().map(|d| matches!(d, Some((0, _)))).collect();
         if !hit.contains(&true) {
             closest = dist
                 .iter()
                 .enumerate()
+                .filter_map(|(i, d)| d.map(|d| (i, d)))
                 .min_by_key(|(_, d)| d.0)
                 .map(|(i, d)| crate::explain::ShapeMiss {
                     order: uniq[i],
