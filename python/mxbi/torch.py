@@ -52,7 +52,9 @@ def on_device(
     an operand straight into that buffer (the wrapper's
     ``_mxbi_input_buffer(which, shape)`` hands it out as a numpy array), so
     the copy into pinned memory is skipped: on an H100 host that copy was
-    3 - 10 ms per 64 MiB operand ("Tenth measurement").
+    3 - 10 ms per 64 MiB operand ("Tenth measurement"). A smaller operand
+    whose bytes are those of the last call, and whose tensor the kernel did
+    not change in place, is not uploaded again.
     """
     if not callable(fn):
         raise MxbiError(f"fn: expected a callable fn(a, b) -> out on torch tensors, got {type(fn).__name__}")
@@ -81,9 +83,30 @@ def on_device(
     def staged_size(shape: Any, itemsize: int) -> bool:
         return dev.type == "cuda" and int(np.prod(shape)) * itemsize >= (1 << 20)
 
+    # per small operand on a CUDA device: (the bytes uploaded last, the
+    # tensor they became, its version counter then)
+    small: Dict[str, Any] = {}
+
+    def upload_small(x: np.ndarray, which: str, t: Any) -> Any:
+        """A small operand: the tensor of the last call again when its bytes
+        are the same and the kernel did not change it in place (its version
+        counter), else uploaded (the A of a GEMV reveal's probes is the same
+        in every launch)."""
+        held = small.get(which)
+        if held is not None:
+            host, moved, version = held
+            same = host.shape == x.shape and host.dtype == x.dtype and moved._version == version
+            if same and np.array_equal(host.view(np.uint8), x.view(np.uint8)):
+                return moved
+        moved = torch.from_numpy(x).to(device=dev).to(t)
+        small[which] = (x.copy(), moved, moved._version)
+        return moved
+
     def upload(x: np.ndarray, which: str, t: Any) -> Any:
         x = np.ascontiguousarray(x)
         if not staged_size(x.shape, x.itemsize):
+            if dev.type == "cuda":
+                return upload_small(x, which, t)
             return torch.from_numpy(x).to(device=dev).to(t)
         src = torch.from_numpy(x)
         held = staged.get(which)
