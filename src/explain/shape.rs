@@ -651,6 +651,13 @@ mod tests {
             }
         }
         assert!(canon.iter().any(|x| Shape::distance(x, &canon[0]).0 > 0));
+        // one a prefix of the other: what is left of the first after the merge
+        for x in &canon {
+            let half = &x[..x.len() / 2];
+            assert_eq!(Shape::distance(x, half), by_sets(x, half));
+            assert_eq!(Shape::distance(x, &[]), (x.len(), x.first().copied()));
+            assert_eq!(Shape::distance(half, x), by_sets(half, x));
+        }
     }
 
     #[test]
