@@ -11,6 +11,7 @@ use mxbi::mx::MxFormat;
 use mxbi::order::{InType, Order};
 use mxbi::rng::SplitMix64;
 use mxbi::subject::{Dispatch, Model, Subject, SubjectError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn order(s: &str) -> Order {
     s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -224,8 +225,9 @@ fn windowed_probes_rank_leaves_in_stages() {
 #[test]
 fn reveal_tallies_answers_per_probe() {
     let r = reveals_exactly("fma;split=2", opts(256, 64, 256, InType::F32));
-    // two rounds (0 against the rest, then 32 against its part), each one
-    // launch of 256 x 256 answers of 63 and 31 distinct probes
+    // two launches of 256 x 256 answers: 0 against the rest (63 distinct
+    // probes), then part 1's chain as a copy of part 0's (31 pairs), after
+    // which nothing is left to ask
     assert_eq!(r.probes, 2 * 256 * 256, "{r}");
     assert_eq!(r.distinct_probes, 63 + 31);
     assert_eq!(r.checked, r.probes, "{r}");
@@ -334,6 +336,68 @@ fn a_square_launch_probes_pairs_in_both_dimensions() {
     assert_eq!(r.grid_launches, 0, "{r}");
 }
 
+/// A GEMV (M = 1, N = 64: a launch answers 64 pairs) asks about one pair
+/// a node where the tree repeats a pattern: pairs of leaves the first
+/// leaf's stride apart realize lanes, contiguous parts and fresh k-tiles
+/// (4,095 pairs, 64 launches, with the first level's first launch,
+/// calibration, three repeats and verification); the parts of an
+/// interleaved split are realized as copies of the first leaf's part
+/// after the first level. FPRev's levels alone took 197, 165, 184 and 197
+/// launches for the last four (a chain: 69 both ways).
+#[test]
+fn a_gemv_asks_about_one_pair_a_node() {
+    for (spec, launches) in [
+        ("fma", 69),
+        ("fma;lanes=16", 71),
+        ("fma;split=8;reduce=pairwise", 69),
+        ("fma;ktile=512;tile=fresh;lanes=16;reduce=serial", 70),
+        ("fma;ktile=64;split=16/interleave;reduce=butterfly", 124),
+    ] {
+        let r = reveals_exactly(spec, opts(1, 4096, 64, InType::F32));
+        assert_eq!(r.launches, launches, "{spec}: {r}");
+    }
+}
+
+/// The model of an order, except that the answer at row 12, column 0 of
+/// its second launch (the first launch of probes, after calibration) is
+/// one unit less: a whole count, at a position that repeats the probe
+/// (row 0 gave its first answer) and that the verification launch does
+/// not read (its random values sit in the first 8 rows).
+struct OneAnswerOff(Order, AtomicUsize);
+
+impl Subject for OneAnswerOff {
+    fn name(&self) -> String {
+        "one-answer-off".into()
+    }
+    fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
+        let mut c = gemm(&self.0, p, rows).unwrap();
+        if self.1.fetch_add(1, Ordering::SeqCst) == 1 {
+            c[12 * p.n] -= 1.0;
+        }
+        Ok(c)
+    }
+}
+
+/// One answer that contradicts a tree every other answer agrees with: the
+/// tree is the model's, the answer is listed, and no order is named.
+#[test]
+fn no_order_is_named_for_a_tree_an_answer_contradicts() {
+    let s = OneAnswerOff(order("fma;split=4"), AtomicUsize::new(0));
+    let r = explain::reveal(&s, opts(16, 256, 64, InType::F32)).unwrap();
+    assert!(
+        r.shape == explain::Shape::of_tree(&order("fma;split=4").compile(256)),
+        "{r}"
+    );
+    assert_eq!(r.disagreement_count, 1, "{r}");
+    assert_eq!((r.disagreements[0].row, r.disagreements[0].col), (12, 0), "{r}");
+    assert!(r.shape_matches.contains(&order("fma;split=4")), "{r}");
+    assert_eq!(r.order, None, "{r}");
+    assert!(r.to_string().contains("no order named"), "{r}");
+    // the same subject with the answer left alone is named
+    let r = explain::reveal(&Model::new(order("fma;split=4")), opts(16, 256, 64, InType::F32)).unwrap();
+    assert_eq!(r.order, Some(order("fma;split=4")), "{r}");
+}
+
 /// A subject whose right half of columns is reduced differently: the
 /// probes sharing a launch do not share a tree, and reveal says so.
 struct TwoTrees(Order, Order);
@@ -361,6 +425,9 @@ fn reveal_says_when_positions_do_not_share_a_tree() {
         Ok(r) => {
             assert!(r.disagreement_count > 0, "{r}");
             assert!(r.to_string().contains("contradict the recovered tree"), "{r}");
+            // no order is named for a tree some answers contradict
+            assert_eq!(r.order, None, "{r}");
+            assert!(r.to_string().contains("no order named"), "{r}");
         }
         Err(e) => assert!(matches!(e, explain::RevealError::Inconsistent(_)), "{e}"),
     }

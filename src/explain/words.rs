@@ -281,7 +281,12 @@ impl fmt::Display for Revealed {
                 Ok(())
             }
             None => {
-                if self.shape_matches.is_empty() {
+                if self.disagreement_count > 0 {
+                    writeln!(
+                        f,
+                        "no order named: the answers above contradict the recovered tree; that tree (of each probe's first answer) in words:"
+                    )?;
+                } else if self.shape_matches.is_empty() {
                     writeln!(f, "no order of the family has this tree; the recovered tree in words:")?;
                 } else {
                     let e: Vec<String> = self.shape_matches.iter().take(8).map(|o| o.to_string()).collect();

@@ -46,7 +46,10 @@
 //! each group of equal `L` is recursed into. All sets of one recursion level
 //! are probed together, packed into as few launches as fit `M x N`. Nodes
 //! the grid launches realized are known: no probe inside one, one probe
-//! per node elsewhere.
+//! per node elsewhere. Where the grid did not run, pairs of predicted
+//! nodes are asked first (`predict.rs`: neighbours at leaf 0's stride,
+//! then, after the first level, groups that are shifted copies of known
+//! subtrees); the forest keeps only the nodes their answers prove.
 //!
 //! # Checks and the order
 //! Every answer (each probe's line answers it once per row or column, and
@@ -84,6 +87,7 @@ mod grid;
 mod keys;
 mod matching;
 mod options;
+mod predict;
 mod prober;
 mod rank;
 mod repeat;
@@ -156,7 +160,8 @@ pub struct Revealed {
     pub closest: Option<crate::explain::ShapeMiss>,
     /// The simplest order whose tree is the recovered shape and whose bytes
     /// equal the subject's on the verification inputs (None: the grammar's
-    /// family cannot say it; see `shape`).
+    /// family cannot say it, see `shape`; or some answers contradict the
+    /// tree, so no one order explains them all).
     pub order: Option<Order>,
     /// Other shape-matching orders with the same bytes on those inputs.
     pub equivalent: Vec<Order>,
@@ -421,7 +426,10 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     clock.mark("calibration");
     pr.spent = [0.0; 3];
     let (mut forest, grid_launches) = grid_round(&mut pr)?;
-    let tasks = fprev_rounds(&mut pr, forest.as_mut())?;
+    if forest.is_none() {
+        forest = predict::stride_round(&mut pr)?;
+    }
+    let tasks = fprev_rounds(&mut pr, forest)?;
     let shape = recovered_shape(&tasks, kl)?;
     // every answer (tallied per probe) against the recovered tree
     // others against the recovered tree
@@ -458,7 +466,8 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     let family = candidates::family(inputs, o.k);
     let (shape_matches, closest) = match_shapes(&family, &shape, o.k, mx.is_some());
     clock.mark("shape matched against the candidates");
-    let verified = if shape_matches.is_empty() {
+    // an order is named only for a tree every answer agrees with
+    let verified = if shape_matches.is_empty() || disagreement_count > 0 {
         Verified::default()
     } else {
         let v = verify_matches(&mut pr, mx, &shape_matches, &mut clock)?;
@@ -575,8 +584,10 @@ enum Source {
 /// inside the first leaf's component is the forest's, and a component
 /// elsewhere is asked once, through its representative (every leaf of a
 /// node that does not hold f has the same ancestor with f), or not at all
-/// when an answer for that pair is already tallied.
-fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<Task>, RevealError> {
+/// when an answer for that pair is already tallied. After the first level
+/// (exact counts), the translation round (`predict.rs`) adds the nodes
+/// of shifted copies it proves to the forest.
+fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>, RevealError> {
     let kl = pr.kl;
     let mut tasks = vec![Task {
         set: (0..kl as u32).collect(),
@@ -585,8 +596,16 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
     }];
     let mut frontier = vec![0usize];
     let windowed = pr.window < kl;
-    let mut row = vec![0u32; if forest.is_some() { kl } else { 0 }];
+    let mut row = vec![0u32; kl];
+    let mut level = 0;
     while !frontier.is_empty() {
+        if level == 1 && !windowed {
+            let groups: Vec<&[u32]> = tasks[0].groups.iter().map(|g| g.1.as_slice()).collect();
+            if let Some(f) = predict::translate_round(pr, tasks[0].set[0], &groups, forest.as_mut())? {
+                forest = Some(f);
+            }
+        }
+        level += 1;
         if windowed {
             let sets: Vec<rank::LevelSet> = frontier
                 .iter()
@@ -605,7 +624,7 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<&mut Forest>) -> Result<Vec<
         for &t in &frontier {
             let s = &tasks[t].set;
             let f = s[0];
-            let Some(fo) = forest.as_deref_mut() else {
+            let Some(fo) = forest.as_mut() else {
                 for &x in &s[1..] {
                     sources.push(Source::Asked(asks.len()));
                     asks.push((f, x));

@@ -599,6 +599,15 @@ impl Prober<'_> {
         done
     }
 
+    /// Probes one launch answers: a line each (`max(M, N)`), or a
+    /// diagonal element each (`min(M, N)`).
+    pub(super) fn slots(&self) -> usize {
+        match self.scheme {
+            Scheme::Lines => self.o.m.max(self.o.n),
+            Scheme::Diagonal => self.o.m.min(self.o.n),
+        }
+    }
+
     /// Whether grid launches fit these probe values: units of 1 in both
     /// operands, so `+B` on a row and `-B` on a column meet units only
     /// (f32 and bf16 lines, MX through the scales), and counts that are

@@ -1,0 +1,243 @@
+//! Nodes predicted before FPRev's recursion asks for them (docs/EXPLAIN.md,
+//! "Predicted nodes"). Every prediction is a set of pairs, one per node it
+//! predicts; the forest (`grid.rs`) keeps only the nodes the answers prove,
+//! so a wrong prediction costs its probes and never a wrong node, and
+//! FPRev's recursion then asks one probe per proven subtree, none inside
+//! one.
+//!
+//! - **Stride neighbours** ([`stride_round`]), where the first level takes
+//!   more than one launch: its first launch (the first leaf f against the
+//!   next leaves) finds the least `s` with `L(f, f + s) = 2` (f's sibling
+//!   leaf). Pairs
+//!   `(x, x + s)` realize every node of a chain over the leaves `s` apart
+//!   (lanes), of contiguous parts and of their serial or pairwise
+//!   combination, as neighbours do on grid launches.
+//! - **Translated subtrees** ([`translate_round`]): after the first level
+//!   the groups hanging from each ancestor of f are known as sets. A GPU
+//!   reduction repeats one pattern at other offsets (lanes, split parts,
+//!   k-tiles), so a group whose leaves are an already predicted subtree's
+//!   leaves shifted by t is predicted to be that subtree shifted by t; f's
+//!   ancestors are predicted as binary nodes (the ancestor below, then the
+//!   group).
+
+use super::error::RevealError;
+use super::grid::Forest;
+use super::keys::{Key, NO_WINDOW};
+use super::prober::Prober;
+use rustc_hash::FxHashMap as HashMap;
+
+/// Launches of stride pairs a round holds at most (rounds of 1, 2, 4, ...
+/// launches before): a stride that fails costs at most this many.
+const STRIDE_ROUND: usize = 8;
+
+/// The stride round, where counts are exact: the first launch of FPRev's
+/// first level (leaf 0 against leaves 1, 2, ..., a launch's worth); then,
+/// unless that launch held the whole first level, with `s` the least leaf
+/// whose `L` with leaf 0 is 2, the pairs `(x, x + s)` not yet joined, in
+/// rounds of 1, 2, 4, then [`STRIDE_ROUND`] launches while at least half
+/// of a round's pairs join their leaves. The forest of every tallied answer (the first level then asks
+/// only what it leaves open), or None where counts are windowed.
+pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealError> {
+    let kl = pr.kl;
+    if pr.window < kl || kl < 2 {
+        return Ok(None);
+    }
+    let first: Vec<Key> = (1..kl.min(pr.slots() + 1)).map(|x| (0, x as u32, NO_WINDOW)).collect();
+    let ls = pr.measure(&first)?;
+    let mut forest = Forest::of(&pr.tallies, kl);
+    // a launch that held the whole first level leaves the translation
+    // round (after it) more to go on than a stride
+    let whole = first.len() == kl - 1;
+    let Some(s) = ls.iter().position(|&l| l == 2).map(|i| i + 1).filter(|_| !whole) else {
+        return Ok(Some(forest));
+    };
+    let pairs: Vec<Key> = (0..kl - s)
+        .map(|x| (x as u32, (x + s) as u32, NO_WINDOW))
+        .filter(|k| forest.find(k.0) != forest.find(k.1))
+        .collect();
+    // in rounds of 1, 2, 4, then 8 launches (a file runner answers a
+    // round at a time), while at least half of a round's pairs join their
+    // leaves (a stride the tree keeps)
+    let (mut at, mut launches) = (0, 1);
+    while at < pairs.len() {
+        let mut batch: Vec<Key> = Vec::new();
+        while at < pairs.len() && batch.len() < launches * pr.slots() {
+            let k = pairs[at];
+            if forest.find(k.0) != forest.find(k.1) {
+                batch.push(k);
+            }
+            at += 1;
+        }
+        if batch.is_empty() {
+            break;
+        }
+        pr.measure(&batch)?;
+        forest = Forest::of(&pr.tallies, kl);
+        let joined = batch.iter().filter(|k| forest.find(k.0) == forest.find(k.1)).count();
+        if joined * 2 < batch.len() {
+            break;
+        }
+        launches = (launches * 2).min(STRIDE_ROUND);
+    }
+    Ok(Some(forest))
+}
+
+/// The translation round after the first level of leaf `f` (`groups`: the
+/// leaves hanging from each ancestor of f, by increasing `L`, each sorted;
+/// exact counts): the pairs of the predicted nodes ([`translated_pairs`])
+/// not yet answered nor joined in `forest`, one launch of them first, the
+/// rest only if at least half of that launch's pairs joined their leaves.
+/// The forest of every tallied answer, or None when nothing was asked.
+pub(super) fn translate_round(
+    pr: &mut Prober,
+    f: u32,
+    groups: &[&[u32]],
+    mut forest: Option<&mut Forest>,
+) -> Result<Option<Forest>, RevealError> {
+    let t = &pr.tallies;
+    let keys: Vec<Key> = translated_pairs(f, groups)
+        .into_iter()
+        .filter(|&(p, q)| t.get(&(p, q, NO_WINDOW)).is_none() && t.get(&(q, p, NO_WINDOW)).is_none())
+        .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| f.find(p) != f.find(q)))
+        .map(|(p, q)| (p, q, NO_WINDOW))
+        .collect();
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let scout = keys.len().min(pr.slots());
+    pr.measure(&keys[..scout])?;
+    let mut grown = Forest::of(&pr.tallies, pr.kl);
+    let joined = keys[..scout]
+        .iter()
+        .filter(|k| grown.find(k.0) == grown.find(k.1))
+        .count();
+    if scout < keys.len() && joined * 2 >= scout {
+        pr.measure(&keys[scout..])?;
+        grown = Forest::of(&pr.tallies, pr.kl);
+    }
+    Ok(Some(grown))
+}
+
+/// The pairs that realize the translated nodes inside the groups, bottom-up
+/// within each group (a node's children before the node), groups by
+/// increasing `L`. `groups` are the first level's groups of leaves
+/// hanging from the ancestors of `f`, by increasing `L`, each sorted.
+///
+/// A group of one leaf is predicted (a leaf). A group of two or more is
+/// predicted when its leaves, shifted by their least, are those of f's
+/// ancestor below it (every group under that ancestor predicted) or of an
+/// earlier predicted group: it is a copy of that subtree shifted by the
+/// difference of their least leaves. Pairs `(f, first leaf of a group)`
+/// are the first level's own and are not returned.
+pub(super) fn translated_pairs(f: u32, groups: &[&[u32]]) -> Vec<(u32, u32)> {
+    // the predicted merges of f's ancestors, bottom-up: a group's merges,
+    // then the pair joining it to f (each group's merges a slice of this)
+    let mut merges: Vec<(u32, u32)> = Vec::new();
+    // f's ancestors' leaves, in the order their groups came
+    let mut path: Vec<u32> = vec![f];
+    // every group so far predicted: `merges` is f's ancestor's subtree
+    let mut whole = true;
+    // by a predicted group's leaves less their least: (least, merges)
+    let mut sources: HashMap<Vec<u32>, (u32, std::ops::Range<usize>)> = HashMap::default();
+    let mut asked: Vec<(u32, u32)> = Vec::new();
+    for g in groups {
+        let least = g[0];
+        let pattern: Vec<u32> = g.iter().map(|&x| x - least).collect();
+        let source = if g.len() == 1 {
+            Some((least, 0..0))
+        } else {
+            let below = (whole && path.len() == g.len()).then(|| {
+                let mut below = path.clone();
+                below.sort_unstable();
+                below
+            });
+            below
+                .filter(|b| b.iter().map(|&x| x - b[0]).eq(pattern.iter().copied()))
+                .map(|b| (b[0], 0..merges.len()))
+                .or_else(|| sources.get(&pattern).cloned())
+        };
+        match source {
+            Some((from, range)) => {
+                let start = merges.len();
+                for i in range {
+                    let (p, q) = merges[i];
+                    merges.push((p - from + least, q - from + least));
+                }
+                asked.extend_from_slice(&merges[start..]);
+                if g.len() > 1 {
+                    sources.entry(pattern).or_insert((least, start..merges.len()));
+                }
+            }
+            None => whole = false,
+        }
+        merges.push((f, least));
+        path.extend_from_slice(g);
+    }
+    asked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first level's groups of f = 0 in a tree given by its L(0, x).
+    fn groups_of(l0: &[u32]) -> Vec<Vec<u32>> {
+        let mut by: Vec<(u32, u32)> = l0.iter().enumerate().skip(1).map(|(x, &l)| (l, x as u32)).collect();
+        by.sort_unstable();
+        let mut gs: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (l, x) in by {
+            match gs.last_mut() {
+                Some((gl, g)) if *gl == l => g.push(x),
+                _ => gs.push((l, vec![x])),
+            }
+        }
+        gs.into_iter().map(|(_, g)| g).collect()
+    }
+
+    fn pairs(l0: &[u32]) -> Vec<(u32, u32)> {
+        let gs = groups_of(l0);
+        let refs: Vec<&[u32]> = gs.iter().map(|g| g.as_slice()).collect();
+        translated_pairs(0, &refs)
+    }
+
+    #[test]
+    fn a_chain_has_nothing_to_predict() {
+        let l0: Vec<u32> = (0..64).map(|x| x + 1).collect();
+        assert!(pairs(&l0).is_empty());
+    }
+
+    #[test]
+    fn two_interleaved_chains_copy_the_first() {
+        // lanes of 2: even leaves a chain, odd leaves a chain, added
+        // last: L(0, 2j) = j + 1, L(0, odd) = 8
+        let l0: Vec<u32> = (0..8).map(|x| if x % 2 == 0 { x / 2 + 1 } else { 8 }).collect();
+        // the odd lane is the even lane shifted by 1: the even lane's
+        // joins (0, 2), (0, 4), (0, 6) become (1, 3), (1, 5), (1, 7)
+        assert_eq!(pairs(&l0), vec![(1, 3), (1, 5), (1, 7)]);
+    }
+
+    #[test]
+    fn a_group_copies_an_earlier_group_and_the_ancestor_below() {
+        // four tiles of 4 leaves, each a chain, added serially:
+        // ((t0 + t1) + t2) + t3; L(0, x) = x + 1 in t0, then 8, 12, 16
+        let l0: Vec<u32> = (0..16).map(|x| if x < 4 { x + 1 } else { 4 * (x / 4 + 1) }).collect();
+        let got = pairs(&l0);
+        // t1 copies t0 (the ancestor below, size 4); t2 does not match
+        // the ancestor below (8 leaves) but copies t1; t3 copies t2
+        let want: Vec<(u32, u32)> = [4u32, 8, 12]
+            .iter()
+            .flat_map(|&s| [(s, s + 1), (s, s + 2), (s, s + 3)])
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn an_unmatched_group_stops_its_ancestors_being_copied() {
+        // t0 = {0, 1, 2, 3} a chain; the next group {4, 6} is not a shift
+        // of anything of size 2 before it; the group {5, 7, 8, 9} then
+        // matches no whole ancestor (the ancestor below holds {4, 6}, not
+        // predicted) and no group: nothing is asked
+        let l0 = [1, 2, 3, 4, 6, 10, 6, 10, 10, 10];
+        assert!(pairs(&l0).is_empty());
+    }
+}
