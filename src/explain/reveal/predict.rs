@@ -39,7 +39,7 @@ const STRIDE_ROUND: usize = 8;
 /// only what it leaves open), or None where counts are windowed.
 pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealError> {
     let kl = pr.kl;
-    if pr.window < kl || kl < 2 {
+    if pr.window < kl {
         return Ok(None);
     }
     let first: Vec<Key> = (1..kl.min(pr.slots() + 1)).map(|x| (0, x as u32, NO_WINDOW)).collect();
