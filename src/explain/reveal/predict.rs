@@ -239,5 +239,10 @@ mod tests {
         // predicted) and no group: nothing is asked
         let l0 = [1, 2, 3, 4, 6, 10, 6, 10, 10, 10];
         assert!(pairs(&l0).is_empty());
+        // {2, 4} is not predicted; {5, 6, 7, 9} has the shape and size of
+        // the ancestor below ({0, 1, 2, 4}), whose structure is then not
+        // whole: not copied either
+        let l0 = [1, 2, 4, 10, 4, 8, 8, 8, 10, 8];
+        assert!(pairs(&l0).is_empty());
     }
 }
