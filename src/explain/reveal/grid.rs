@@ -142,6 +142,11 @@ impl Forest {
         r
     }
 
+    /// Whether p and q are leaves of one component (a node holds both).
+    pub(super) fn joined(&mut self, p: u32, q: u32) -> bool {
+        self.find(p) == self.find(q)
+    }
+
     /// Components among `leaves`.
     pub(super) fn components(&mut self, leaves: impl Iterator<Item = u32>) -> usize {
         let mut roots: Vec<u32> = leaves.map(|x| self.find(x)).collect();

@@ -8,10 +8,9 @@
 //! - **Stride neighbours** ([`stride_round`]), where the first level takes
 //!   more than one launch: its first launch (the first leaf f against the
 //!   next leaves) finds the least `s` with `L(f, f + s) = 2` (f's sibling
-//!   leaf). Pairs
-//!   `(x, x + s)` realize every node of a chain over the leaves `s` apart
-//!   (lanes), of contiguous parts and of their serial or pairwise
-//!   combination, as neighbours do on grid launches.
+//!   leaf). Pairs `(x, x + s)` realize every node of a chain over the
+//!   leaves `s` apart (lanes), of contiguous parts and of their serial or
+//!   pairwise combination, as neighbours do on grid launches.
 //! - **Translated subtrees** ([`translate_round`]): after the first level
 //!   the groups hanging from each ancestor of f are known as sets. A GPU
 //!   reduction repeats one pattern at other offsets (lanes, split parts,
@@ -35,8 +34,9 @@ const STRIDE_ROUND: usize = 8;
 /// unless that launch held the whole first level, with `s` the least leaf
 /// whose `L` with leaf 0 is 2, the pairs `(x, x + s)` not yet joined, in
 /// rounds of 1, 2, 4, then [`STRIDE_ROUND`] launches while at least half
-/// of a round's pairs join their leaves. The forest of every tallied answer (the first level then asks
-/// only what it leaves open), or None where counts are windowed.
+/// of a round's pairs join their leaves. The forest of every tallied
+/// answer (the first level then asks only what it leaves open), or None
+/// where counts are windowed.
 pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealError> {
     let kl = pr.kl;
     if pr.window < kl {
@@ -51,10 +51,7 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
     let Some(s) = ls.iter().position(|&l| l == 2).map(|i| i + 1).filter(|_| !whole) else {
         return Ok(Some(forest));
     };
-    let pairs: Vec<Key> = (0..kl - s)
-        .map(|x| (x as u32, (x + s) as u32, NO_WINDOW))
-        .filter(|k| forest.find(k.0) != forest.find(k.1))
-        .collect();
+    let pairs: Vec<Key> = (0..kl - s).map(|x| (x as u32, (x + s) as u32, NO_WINDOW)).collect();
     // in rounds of 1, 2, 4, then 8 launches (a file runner answers a
     // round at a time), while at least half of a round's pairs join their
     // leaves (a stride the tree keeps)
@@ -63,7 +60,7 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
         let mut batch: Vec<Key> = Vec::new();
         while at < pairs.len() && batch.len() < launches * pr.slots() {
             let k = pairs[at];
-            if forest.find(k.0) != forest.find(k.1) {
+            if !forest.joined(k.0, k.1) {
                 batch.push(k);
             }
             at += 1;
@@ -73,7 +70,7 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
         }
         pr.measure(&batch)?;
         forest = Forest::of(&pr.tallies, kl);
-        let joined = batch.iter().filter(|k| forest.find(k.0) == forest.find(k.1)).count();
+        let joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
         if joined * 2 < batch.len() {
             break;
         }
@@ -98,7 +95,7 @@ pub(super) fn translate_round(
     let keys: Vec<Key> = translated_pairs(f, groups)
         .into_iter()
         .filter(|&(p, q)| t.get(&(p, q, NO_WINDOW)).is_none() && t.get(&(q, p, NO_WINDOW)).is_none())
-        .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| f.find(p) != f.find(q)))
+        .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| !f.joined(p, q)))
         .map(|(p, q)| (p, q, NO_WINDOW))
         .collect();
     if keys.is_empty() {
@@ -107,10 +104,7 @@ pub(super) fn translate_round(
     let scout = keys.len().min(pr.slots());
     pr.measure(&keys[..scout])?;
     let mut grown = Forest::of(&pr.tallies, pr.kl);
-    let joined = keys[..scout]
-        .iter()
-        .filter(|k| grown.find(k.0) == grown.find(k.1))
-        .count();
+    let joined = keys[..scout].iter().filter(|k| grown.joined(k.0, k.1)).count();
     if scout < keys.len() && joined * 2 >= scout {
         pr.measure(&keys[scout..])?;
         grown = Forest::of(&pr.tallies, pr.kl);

@@ -228,11 +228,8 @@ impl Prober<'_> {
     /// swamped under `shape`) and its first count; and the generator,
     /// which goes on to draw the refill choices.
     fn sample_probes(&self, shape: &Shape) -> (Vec<Probe>, crate::rng::SplitMix64) {
-        let (m, kl, n) = (self.o.m, self.kl, self.o.n);
-        let slots = match self.scheme {
-            Scheme::Lines => m.max(n),
-            Scheme::Diagonal => m.min(n),
-        };
+        let kl = self.kl;
+        let slots = self.slots();
         // exact counts only (a zero test's answer is not a count)
         let sc = &self.windows;
         let mut keys: Vec<Key> = Vec::with_capacity(self.tallies.distinct());
