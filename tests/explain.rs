@@ -342,8 +342,14 @@ fn a_square_launch_probes_pairs_in_both_dimensions() {
 /// (4,095 pairs, 64 launches, with the first level's first launch,
 /// calibration, three repeats and verification); the parts of an
 /// interleaved split are realized as copies of the first leaf's part
-/// after the first level. FPRev's levels alone took 197, 165, 184 and 197
-/// launches for the last four (a chain: 69 both ways).
+/// after the first level. A part's chain that goes on at a jump (k-tiles
+/// dealt round-robin) is linked where the stride stops joining: a pair
+/// from the part's earlier run to where it goes on, first among the
+/// components of the missing size, then by the shift found. FPRev's levels
+/// alone took 197, 165, 184 and 197 launches for the lanes, the parts, the
+/// fresh tiles and the first interleaved split (a chain: 69 both ways);
+/// the interleaved splits took 124, 128 and 127 with the stride round but
+/// no links.
 #[test]
 fn a_gemv_asks_about_one_pair_a_node() {
     for (spec, launches) in [
@@ -351,10 +357,27 @@ fn a_gemv_asks_about_one_pair_a_node() {
         ("fma;lanes=16", 71),
         ("fma;split=8;reduce=pairwise", 69),
         ("fma;ktile=512;tile=fresh;lanes=16;reduce=serial", 70),
-        ("fma;ktile=64;split=16/interleave;reduce=butterfly", 124),
+        ("fma;ktile=64;split=16/interleave;reduce=butterfly", 78),
+        ("fma;ktile=8;split=8/interleave", 88),
+        ("fma;ktile=32;split=8/interleave;reduce=pairwise", 81),
     ] {
         let r = reveals_exactly(spec, opts(1, 4096, 64, InType::F32));
         assert_eq!(r.launches, launches, "{spec}: {r}");
+    }
+}
+
+/// On a square launch the grid answers every neighbour pair; an
+/// interleaved split's parts go on at jumps, which the links join after
+/// the grid (before them: 132, 152 and 103 launches).
+#[test]
+fn a_square_launch_links_the_runs_of_an_interleaved_split() {
+    for (spec, launches) in [
+        ("fma;ktile=64;split=16/interleave", 41),
+        ("fma;ktile=32;split=8/interleave;reduce=pairwise", 43),
+        ("fma;ktile=64;split=32/interleave;reduce=butterfly", 42),
+    ] {
+        let r = reveals_exactly(spec, opts(64, 4096, 64, InType::F32));
+        assert_eq!((r.grid_launches, r.launches), (33, launches), "{spec}: {r}");
     }
 }
 

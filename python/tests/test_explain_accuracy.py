@@ -160,3 +160,22 @@ def test_accuracy_bad_input():
         mxbi.accuracy(x, golden=np.ones(3))
     with pytest.raises(mxbi.MxbiError, match="int64 values need dtype="):
         mxbi.accuracy(np.ones(2, np.int64), golden=np.ones(2))
+
+
+def test_a_tree_no_order_names_points_to_its_listing():
+    # pairs (k, 15 - k) first, then the pairs' sums in a chain: no order
+    # of the family has this tree; the display names the attribute that
+    # holds it, and that attribute does
+    def folded(a, b):
+        p = a[:, :, None].astype(np.float32) * b[None, :, :].astype(np.float32)
+        pairs = p[:, :8, :] + p[:, 15:7:-1, :]
+        acc = pairs[:, 0, :].copy()
+        for i in range(1, 8):
+            acc = acc + pairs[:, i, :]
+        return acc.astype(np.float32)
+
+    r = mxbi.reveal(folded, 1, 16, 8)
+    assert r.order is None and r.disagreements == 0
+    assert "Python: revealed.shape)" in str(r)
+    assert r.shape.splitlines()[0] == "n0 = sum(k0, k15)"
+    assert r.shape.splitlines()[-1].startswith("root = ")

@@ -315,7 +315,7 @@ impl fmt::Display for Revealed {
                 }
                 writeln!(
                     f,
-                    "  the full tree: mxbi reveal --tree (JSON: \"tree\"; Python: revealed.listing())"
+                    "  the full tree: mxbi reveal --tree (JSON: \"tree\"; Python: revealed.shape)"
                 )
             }
         }

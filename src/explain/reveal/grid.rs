@@ -147,6 +147,12 @@ impl Forest {
         self.find(p) == self.find(q)
     }
 
+    /// The number of leaves of x's component.
+    pub(super) fn size(&mut self, x: u32) -> u32 {
+        let r = self.find(x);
+        self.size[self.top[r as usize] as usize]
+    }
+
     /// Components among `leaves`.
     pub(super) fn components(&mut self, leaves: impl Iterator<Item = u32>) -> usize {
         let mut roots: Vec<u32> = leaves.map(|x| self.find(x)).collect();

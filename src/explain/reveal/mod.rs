@@ -426,9 +426,10 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
     clock.mark("calibration");
     pr.spent = [0.0; 3];
     let (mut forest, grid_launches) = grid_round(&mut pr)?;
-    if forest.is_none() {
-        forest = predict::stride_round(&mut pr)?;
-    }
+    forest = match forest {
+        Some(f) => Some(predict::link_neighbours(&mut pr, f)?),
+        None => predict::stride_round(&mut pr)?,
+    };
     let tasks = fprev_rounds(&mut pr, forest)?;
     let shape = recovered_shape(&tasks, kl)?;
     // every answer (tallied per probe) against the recovered tree
@@ -584,9 +585,9 @@ enum Source {
 /// inside the first leaf's component is the forest's, and a component
 /// elsewhere is asked once, through its representative (every leaf of a
 /// node that does not hold f has the same ancestor with f), or not at all
-/// when an answer for that pair is already tallied. After the first level
+/// when an answer for that pair is already tallied. After each level
 /// (exact counts), the translation round (`predict.rs`) adds the nodes
-/// of shifted copies it proves to the forest.
+/// of shifted copies it proves inside that level's tasks to the forest.
 fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>, RevealError> {
     let kl = pr.kl;
     let mut tasks = vec![Task {
@@ -597,15 +598,24 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
     let mut frontier = vec![0usize];
     let windowed = pr.window < kl;
     let mut row = vec![0u32; kl];
-    let mut level = 0;
+    // the tasks whose groups the last level found
+    let mut grouped: Vec<usize> = Vec::new();
     while !frontier.is_empty() {
-        if level == 1 && !windowed {
-            let groups: Vec<&[u32]> = tasks[0].groups.iter().map(|g| g.1.as_slice()).collect();
-            if let Some(f) = predict::translate_round(pr, tasks[0].set[0], &groups, forest.as_mut())? {
+        if !grouped.is_empty() && !windowed {
+            let sets: Vec<(u32, Vec<&[u32]>)> = grouped
+                .iter()
+                .map(|&t| {
+                    (
+                        tasks[t].set[0],
+                        tasks[t].groups.iter().map(|g| g.1.as_slice()).collect(),
+                    )
+                })
+                .collect();
+            if let Some(f) = predict::translate_round(pr, &sets, forest.as_mut())? {
                 forest = Some(f);
             }
         }
-        level += 1;
+        grouped = frontier.clone();
         if windowed {
             let sets: Vec<rank::LevelSet> = frontier
                 .iter()

@@ -11,8 +11,14 @@
 //!   leaf). Pairs `(x, x + s)` realize every node of a chain over the
 //!   leaves `s` apart (lanes), of contiguous parts and of their serial or
 //!   pairwise combination, as neighbours do on grid launches.
-//! - **Translated subtrees** ([`translate_round`]): after the first level
-//!   the groups hanging from each ancestor of f are known as sets. A GPU
+//! - **Links** ([`link_round`]), where stride pairs stop joining: a chain
+//!   that goes on at a jump (k-tiles dealt round-robin to parts) is joined
+//!   by a pair from its earlier run to where it goes on, found among the
+//!   components of the size the stride pair's `L` leaves over, then by the
+//!   shift between the two; also over a grid's neighbour pairs.
+//! - **Translated subtrees** ([`translate_round`]): after each level of
+//!   FPRev's recursion, the groups hanging from each ancestor of a task's
+//!   first leaf f (inside the task) are known as sets. A GPU
 //!   reduction repeats one pattern at other offsets (lanes, split parts,
 //!   k-tiles), so a group whose leaves are an already predicted subtree's
 //!   leaves shifted by t is predicted to be that subtree shifted by t; f's
@@ -28,6 +34,11 @@ use rustc_hash::FxHashMap as HashMap;
 /// Launches of stride pairs a round holds at most (rounds of 1, 2, 4, ...
 /// launches before): a stride that fails costs at most this many.
 const STRIDE_ROUND: usize = 8;
+
+/// Launches a link round ([`link_round`]) holds at most after a stride
+/// round, and after a grid (all of whose runs' starts come at once).
+const LINK_LAUNCHES: usize = 3;
+const GRID_LINK_LAUNCHES: usize = 8;
 
 /// The stride round, where counts are exact: the first launch of FPRev's
 /// first level (leaf 0 against leaves 1, 2, ..., a launch's worth); then,
@@ -56,6 +67,8 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
     // round at a time), while at least half of a round's pairs join their
     // leaves (a stride the tree keeps)
     let (mut at, mut launches) = (0, 1);
+    // the offset from a chain's earlier part to where it goes on (links)
+    let mut shift: Option<u32> = None;
     while at < pairs.len() {
         let mut batch: Vec<Key> = Vec::new();
         while at < pairs.len() && batch.len() < launches * pr.slots() {
@@ -70,7 +83,11 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
         }
         pr.measure(&batch)?;
         forest = Forest::of(&pr.tallies, kl);
-        let joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
+        let mut joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
+        if joined * 2 < batch.len() {
+            forest = link_round(pr, forest, &batch, s as u32, &mut shift, LINK_LAUNCHES)?;
+            joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
+        }
         if joined * 2 < batch.len() {
             break;
         }
@@ -79,21 +96,122 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
     Ok(Some(forest))
 }
 
-/// The translation round after the first level of leaf `f` (`groups`: the
-/// leaves hanging from each ancestor of f, by increasing `L`, each sorted;
-/// exact counts): the pairs of the predicted nodes ([`translated_pairs`])
-/// not yet answered nor joined in `forest`, one launch of them first, the
-/// rest only if at least half of that launch's pairs joined their leaves.
-/// The forest of every tallied answer, or None when nothing was asked.
+/// The link round after a stride round (stride `s`) in which fewer than
+/// half of the pairs joined their leaves: a chain that goes on at a jump
+/// (k-tiles dealt round-robin to parts). A pair `(x, x + s)` not joined
+/// whose `L` exceeds the sizes of its two components by `c >= 2` has c
+/// more leaves below its ancestor; x *starts* a run unless the pair
+/// `s` before it exceeded by `c - 1` (the same run, one leaf on). For each
+/// start x, once a link is known (`shift`), the pair `(x - shift, x)` is
+/// asked (the run `shift` before goes on at x; its answer joins once the
+/// earlier run is whole, in any order of answers); else, or where that
+/// pair was asked and did not join, the pairs (least leaf of a
+/// component of exactly c leaves, x). A candidate pair that joins sets
+/// `shift` (x less that least leaf). At most [`LINK_LAUNCHES`] launches, one
+/// a turn, while a turn joins something.
+fn link_round(
+    pr: &mut Prober,
+    mut forest: Forest,
+    batch: &[Key],
+    s: u32,
+    shift: &mut Option<u32>,
+    turns: usize,
+) -> Result<Forest, RevealError> {
+    for _ in 0..turns {
+        let mut extra: HashMap<u32, u32> = HashMap::default();
+        for k in batch {
+            let (x, y) = (k.0.min(k.1), k.0.max(k.1));
+            if forest.joined(x, y) {
+                continue;
+            }
+            let t = &pr.tallies;
+            let Some(l) = t.value(&(x, y, NO_WINDOW)).or_else(|| t.value(&(y, x, NO_WINDOW))) else {
+                continue;
+            };
+            let parts = forest.size(x) + forest.size(y);
+            if let Some(c) = l.checked_sub(parts).filter(|&c| c >= 2) {
+                extra.insert(x, c);
+            }
+        }
+        let mut starts: Vec<(u32, u32)> = extra
+            .iter()
+            .filter(|&(&x, &c)| x.checked_sub(s).and_then(|y| extra.get(&y)) != Some(&(c - 1)))
+            .map(|(&x, &c)| (x, c))
+            .collect();
+        starts.sort_unstable();
+        let asked = |pr: &Prober, p: u32, q: u32| {
+            pr.tallies.get(&(p, q, NO_WINDOW)).is_some() || pr.tallies.get(&(q, p, NO_WINDOW)).is_some()
+        };
+        let mut asks: Vec<Key> = Vec::new();
+        let mut open: Vec<(u32, u32)> = Vec::new();
+        for &(x, c) in &starts {
+            match shift.and_then(|d| x.checked_sub(d)) {
+                Some(y) if !asked(pr, y, x) => asks.push((y, x, NO_WINDOW)),
+                _ => open.push((x, c)),
+            }
+        }
+        let guessed = asks.len();
+        if !open.is_empty() {
+            // the components by size, each by its least leaf
+            let mut by_size: HashMap<u32, Vec<u32>> = HashMap::default();
+            for y in 0..pr.kl as u32 {
+                if forest.find(y) == y {
+                    let c = forest.size(y);
+                    by_size.entry(c).or_default().push(y);
+                }
+            }
+            'starts: for (x, c) in open {
+                for &r in by_size.get(&c).map_or(&[][..], |v| v.as_slice()) {
+                    if asks.len() >= pr.slots() {
+                        break 'starts;
+                    }
+                    if !forest.joined(r, x) && !asked(pr, r, x) {
+                        asks.push((r, x, NO_WINDOW));
+                    }
+                }
+            }
+        }
+        asks.truncate(pr.slots());
+        if asks.is_empty() {
+            break;
+        }
+        pr.measure(&asks)?;
+        let before = forest.components(0..pr.kl as u32);
+        forest = Forest::of(&pr.tallies, pr.kl);
+        if let Some(&(r, x, _)) = asks[guessed.min(asks.len())..].iter().find(|k| forest.joined(k.0, k.1)) {
+            *shift = Some(x - r);
+        }
+        if forest.components(0..pr.kl as u32) == before {
+            break;
+        }
+    }
+    Ok(forest)
+}
+
+/// The link round ([`link_round`]) over the neighbour pairs a grid answered
+/// (every `(x, x + 1)`), where some did not join their leaves.
+pub(super) fn link_neighbours(pr: &mut Prober, forest: Forest) -> Result<Forest, RevealError> {
+    let pairs: Vec<Key> = (1..pr.kl as u32).map(|y| (y - 1, y, NO_WINDOW)).collect();
+    link_round(pr, forest, &pairs, 1, &mut None, GRID_LINK_LAUNCHES)
+}
+
+/// The translation round after a level of FPRev's recursion, over each of
+/// its `sets` (a task's first leaf f and its groups: the leaves hanging
+/// from each ancestor of f inside the task, by increasing `L`, each
+/// sorted; exact counts): the pairs of the predicted nodes
+/// ([`translated_pairs`]) not yet answered nor joined in `forest`, one
+/// launch of them first, the rest only if at least half of that launch's
+/// pairs joined their leaves. The forest of every tallied answer, or None
+/// when nothing was asked.
 pub(super) fn translate_round(
     pr: &mut Prober,
-    f: u32,
-    groups: &[&[u32]],
+    sets: &[(u32, Vec<&[u32]>)],
     mut forest: Option<&mut Forest>,
 ) -> Result<Option<Forest>, RevealError> {
     let t = &pr.tallies;
-    let keys: Vec<Key> = translated_pairs(f, groups)
-        .into_iter()
+    let keys: Vec<Key> = sets
+        .iter()
+        .flat_map(|(f, groups)| translated_pairs(*f, groups))
         .filter(|&(p, q)| t.get(&(p, q, NO_WINDOW)).is_none() && t.get(&(q, p, NO_WINDOW)).is_none())
         .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| !f.joined(p, q)))
         .map(|(p, q)| (p, q, NO_WINDOW))
