@@ -651,7 +651,7 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
                 }
                 let r = fo.find(x);
                 let t = &pr.tallies;
-                match t.value(&(f, r, NO_WINDOW)).or_else(|| t.value(&(r, f, NO_WINDOW))) {
+                match t.pair_value(f, r) {
                     Some(v) => sources.push(Source::Known(v)),
                     None => {
                         let i = *by_rep.entry(r).or_insert_with(|| {

@@ -107,8 +107,8 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
 /// earlier run is whole, in any order of answers); else, or where that
 /// pair was asked and did not join, the pairs (least leaf of a
 /// component of exactly c leaves, x). A candidate pair that joins sets
-/// `shift` (x less that least leaf). At most [`LINK_LAUNCHES`] launches, one
-/// a turn, while a turn joins something.
+/// `shift` (x less that least leaf, where it lies before x). At most
+/// `turns` launches, one a turn, while a turn joins something.
 fn link_round(
     pr: &mut Prober,
     mut forest: Forest,
@@ -124,10 +124,7 @@ fn link_round(
             if forest.joined(x, y) {
                 continue;
             }
-            let t = &pr.tallies;
-            let Some(l) = t.value(&(x, y, NO_WINDOW)).or_else(|| t.value(&(y, x, NO_WINDOW))) else {
-                continue;
-            };
+            let Some(l) = pr.tallies.pair_value(x, y) else { continue };
             let parts = forest.size(x) + forest.size(y);
             if let Some(c) = l.checked_sub(parts).filter(|&c| c >= 2) {
                 extra.insert(x, c);
@@ -139,9 +136,7 @@ fn link_round(
             .map(|(&x, &c)| (x, c))
             .collect();
         starts.sort_unstable();
-        let asked = |pr: &Prober, p: u32, q: u32| {
-            pr.tallies.get(&(p, q, NO_WINDOW)).is_some() || pr.tallies.get(&(q, p, NO_WINDOW)).is_some()
-        };
+        let asked = |pr: &Prober, p: u32, q: u32| pr.tallies.pair_value(p, q).is_some();
         let mut asks: Vec<Key> = Vec::new();
         let mut open: Vec<(u32, u32)> = Vec::new();
         for &(x, c) in &starts {
@@ -178,7 +173,11 @@ fn link_round(
         pr.measure(&asks)?;
         let before = forest.components(0..pr.kl as u32);
         forest = Forest::of(&pr.tallies, pr.kl);
-        if let Some(&(r, x, _)) = asks[guessed.min(asks.len())..].iter().find(|k| forest.joined(k.0, k.1)) {
+        // (a candidate component after x gives no shift)
+        let found = asks[guessed.min(asks.len())..]
+            .iter()
+            .find(|k| k.0 < k.1 && forest.joined(k.0, k.1));
+        if let Some(&(r, x, _)) = found {
             *shift = Some(x - r);
         }
         if forest.components(0..pr.kl as u32) == before {
@@ -212,7 +211,7 @@ pub(super) fn translate_round(
     let keys: Vec<Key> = sets
         .iter()
         .flat_map(|(f, groups)| translated_pairs(*f, groups))
-        .filter(|&(p, q)| t.get(&(p, q, NO_WINDOW)).is_none() && t.get(&(q, p, NO_WINDOW)).is_none())
+        .filter(|&(p, q)| t.pair_value(p, q).is_none())
         .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| !f.joined(p, q)))
         .map(|(p, q)| (p, q, NO_WINDOW))
         .collect();

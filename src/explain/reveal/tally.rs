@@ -142,6 +142,13 @@ impl Tallies {
         self.get(key).map(|f| f.0)
     }
 
+    /// The first answer of the unwindowed pair of p and q, asked in either
+    /// orientation (`(p, q)` first).
+    pub(super) fn pair_value(&self, p: u32, q: u32) -> Option<u32> {
+        self.value(&(p, q, NO_WINDOW))
+            .or_else(|| self.value(&(q, p, NO_WINDOW)))
+    }
+
     /// Every answered probe and its first answer (probes asked on lines,
     /// then grid cells launch by launch, row by row; each probe once).
     pub(super) fn for_each_first<'t>(&'t self, mut f: impl FnMut(Key, &'t First)) {
