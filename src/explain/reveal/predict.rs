@@ -45,7 +45,8 @@ const GRID_LINK_LAUNCHES: usize = 8;
 /// unless that launch held the whole first level, with `s` the least leaf
 /// whose `L` with leaf 0 is 2, the pairs `(x, x + s)` not yet joined, in
 /// rounds of 1, 2, 4, then [`STRIDE_ROUND`] launches while at least half
-/// of a round's pairs join their leaves. The forest of every tallied
+/// of a round's pairs join their leaves (counted again after the
+/// [`link_round`] a round with fewer gets). The forest of every tallied
 /// answer (the first level then asks only what it leaves open), or None
 /// where counts are windowed.
 pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealError> {
