@@ -291,7 +291,17 @@ fn check_representable(kind: &Kind, input: InType, p: &Problem) -> Result<(), Ge
     for (name, v, cols) in [("A", a, k), ("B", bt, k)] {
         let first = v.par_chunks(BLOCK).enumerate().find_map_first(|(at, block)| {
             let mut memo = vec![(0u32, 0u8); 1024];
-            block.iter().position(|&x| !ok(&mut memo, x)).map(|i| at * BLOCK + i)
+            // runs of normal values are tested without a branch a value
+            // (vectorised); a run holding anything else is scanned
+            const RUN: usize = 64;
+            block.chunks(RUN).enumerate().find_map(|(r, run)| {
+                if run.iter().fold(true, |all, &x| all & normal.holds(x)) {
+                    return None;
+                }
+                run.iter()
+                    .position(|&x| !ok(&mut memo, x))
+                    .map(|i| at * BLOCK + r * RUN + i)
+            })
         });
         if let Some(i) = first {
             // report B's index in the caller's layout

@@ -36,7 +36,7 @@ use rayon::prelude::*;
 mod words;
 
 const TILE_ROWS: usize = 16;
-const TILE_COLS: usize = 256;
+const TILE_COLS: usize = 128;
 
 /// The exponent carried by zero inputs: far below any real term, so a zero
 /// product never sets the alignment exponent M, and the shifts it causes
@@ -325,9 +325,11 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
         .div_ceil(tasks.div_ceil(rows.len().div_ceil(TILE_ROWS)))
         .next_multiple_of(16)
         .clamp(16, TILE_COLS);
-    let tiles: Vec<(usize, usize)> = (0..rows.len())
-        .step_by(TILE_ROWS)
-        .flat_map(|r| (0..n).step_by(tc).map(move |c| (r, c)))
+    // column-major: a worker's consecutive tiles share B's panels (in L2)
+    let row_blocks = rows.len().div_ceil(TILE_ROWS);
+    let tiles: Vec<(usize, usize)> = (0..n)
+        .step_by(tc)
+        .flat_map(|c| (0..rows.len()).step_by(TILE_ROWS).map(move |r| (r, c)))
         .collect();
     let done: Vec<Vec<f32>> = tiles
         .par_iter()
@@ -358,12 +360,12 @@ pub(super) fn run(plan: &Plan, m: Mma, inp: &Inputs, isa: Isa) -> Option<(Vec<f3
             std::mem::take(&mut bufs.0[plan.root_slot])
         })
         .collect();
-    // tiles are in row-block order, n.div_ceil(tc) to a block of rows
+    // tiles are in column-block order, row_blocks to a block of columns
     let mut out: Vec<f32> = zeroed(rows.len() * n);
     out.par_chunks_mut((TILE_ROWS * n).max(1))
-        .zip(done.par_chunks(n.div_ceil(tc).max(1)))
-        .for_each(|(block, row_tiles)| {
-            for (c0, t) in (0..n).step_by(tc).zip(row_tiles) {
+        .enumerate()
+        .for_each(|(rb, block)| {
+            for (c0, t) in (0..n).step_by(tc).zip(done.iter().skip(rb).step_by(row_blocks.max(1))) {
                 let c1 = (c0 + tc).min(n);
                 let ld = (c1 - c0).next_multiple_of(16);
                 for (r, line) in block.chunks_mut(n).enumerate() {

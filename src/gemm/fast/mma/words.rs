@@ -58,16 +58,21 @@ unsafe fn dispatch<const VP: bool>(
     c: &[f32],
     o: &mut [f32],
 ) {
-    let kidx: Vec<usize> = ks.iter().map(|x| x.map_or(i.k, |v| v as usize)).collect();
+    debug_assert!(ks.len() <= 32);
+    let mut at = [0usize; 32];
+    for (a, x) in at.iter_mut().zip(ks) {
+        *a = x.map_or(i.k, |v| v as usize);
+    }
+    let kidx = &at[..ks.len().min(32)];
     let contig = kidx.windows(2).all(|w| w[1] == w[0] + 1);
     match (kidx.len(), contig) {
-        (8, false) => body::<8, false, VP>(i, d, p, &kidx, t, c, o),
-        (16, false) => body::<16, false, VP>(i, d, p, &kidx, t, c, o),
-        (32, false) => body::<32, false, VP>(i, d, p, &kidx, t, c, o),
-        (8, true) => body::<8, true, VP>(i, d, p, &kidx, t, c, o),
-        (16, true) => body::<16, true, VP>(i, d, p, &kidx, t, c, o),
-        (32, true) => body::<32, true, VP>(i, d, p, &kidx, t, c, o),
-        _ => body::<0, false, VP>(i, d, p, &kidx, t, c, o),
+        (8, false) => body::<8, false, VP>(i, d, p, kidx, t, c, o),
+        (16, false) => body::<16, false, VP>(i, d, p, kidx, t, c, o),
+        (32, false) => body::<32, false, VP>(i, d, p, kidx, t, c, o),
+        (8, true) => body::<8, true, VP>(i, d, p, kidx, t, c, o),
+        (16, true) => body::<16, true, VP>(i, d, p, kidx, t, c, o),
+        (32, true) => body::<32, true, VP>(i, d, p, kidx, t, c, o),
+        _ => body::<0, false, VP>(i, d, p, kidx, t, c, o),
     }
 }
 
@@ -103,17 +108,25 @@ unsafe fn body<const KC: usize, const CONTIG: bool, const VP: bool>(
     const RZ: i32 = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
     let k = i.k;
     let nk = if KC > 0 { KC } else { kidx.len() };
-    debug_assert!(nk == kidx.len() && nk <= 32);
+    debug_assert!(nk == kidx.len() && nk <= 32 && p.f <= 29);
     let k0 = kidx.first().copied().unwrap_or(0);
     let zero = _mm512_setzero_si512();
     // the chunk's sign bits of A per row of the tile (bit q: A's term q is negative)
     let mut sab = [0u32; TILE_ROWS];
     for (r, w) in (t.r0..t.r1).zip(sab.iter_mut()) {
         let sa = &d.sa[r * (k + 1)..(r + 1) * (k + 1)];
-        *w = kidx
-            .iter()
-            .enumerate()
-            .fold(0, |w, (q, &kx)| w | ((sa[kx] & 1) as u32) << q);
+        *w = if CONTIG && KC > 0 && KC.is_multiple_of(16) {
+            // the sign words are 0 or 0xFFFF: their top bits, 16 at a time
+            let run = &sa[k0..k0 + KC];
+            (0..KC / 16).fold(0, |w, h| {
+                let v = _mm256_loadu_si256(run[16 * h..].as_ptr() as *const _);
+                w | (_mm256_movepi16_mask(v) as u32) << (16 * h)
+            })
+        } else {
+            kidx.iter()
+                .enumerate()
+                .fold(0, |w, (q, &kx)| w | ((sa[kx] & 1) as u32) << q)
+        };
     }
     let shift1 = _mm512_set1_epi32(p.r0 as i32 + 1);
     let fv = _mm512_set1_epi32(p.f as i32);
@@ -198,10 +211,10 @@ unsafe fn body<const KC: usize, const CONTIG: bool, const VP: bool>(
             let bits = _mm512_and_si512(_mm512_castps_si512(v), keep);
             let op = o[lr + j - t.c0..][..16].as_mut_ptr();
             _mm512_storeu_si512(op as *mut _, bits);
-            // rare lanes: C not finite, a sum that may leave i32, a sum that
-            // may reach 2^128 (|sum| < 2^31: only where M - F + 30 >= 128)
-            let special =
-                _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32(0xFF)) | ovf | _mm512_cmpgt_epi32_mask(m, huge);
+            // rare lanes: a sum that may leave i32, a sum that may reach
+            // 2^128 (|sum| < 2^31: only where M - F + 30 >= 128), C not
+            // finite (its exponent field 0xFF gives M >= 128 > 97 + F, F <= 29)
+            let special = ovf | _mm512_cmpgt_epi32_mask(m, huge);
             if special != 0 {
                 let (mut sv, mut mv) = ([0i32; 16], [0i32; 16]);
                 _mm512_storeu_si512(sv.as_mut_ptr() as *mut _, s);
