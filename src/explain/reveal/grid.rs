@@ -161,13 +161,18 @@ impl Forest {
         roots.len()
     }
 
-    /// `L(f, x)` for every leaf x of f's component other than f, written
-    /// into `row` (indexed by leaf; the caller clears what `touched` lists):
-    /// walking up from f, each sibling subtree joins f at its parent.
-    pub(super) fn row(&self, f: u32, row: &mut [u32], touched: &mut Vec<u32>) {
+    /// `L(f, x)` for every leaf x of f's component other than f whose
+    /// `L` is at most `limit`, written into `row` (indexed by leaf; the
+    /// caller clears what `touched` lists): walking up from f, each sibling
+    /// subtree joins f at its parent, until a parent holds more than
+    /// `limit` leaves.
+    pub(super) fn row(&self, f: u32, limit: u32, row: &mut [u32], touched: &mut Vec<u32>) {
         let mut c = f;
         while self.parent[c as usize] != u32::MAX {
             let p = self.parent[c as usize];
+            if self.size[p as usize] > limit {
+                break;
+            }
             let [l, r] = self.children[(p as usize) - self.kl];
             let sib = if l == c { r } else { l };
             let mut stack = vec![sib];
@@ -246,11 +251,20 @@ mod tests {
         let mut f = Forest::of(&chain_tallies(&pairs), kl);
         assert_eq!(f.components(0..kl as u32), 1);
         let (mut row, mut touched) = (vec![0u32; kl], Vec::new());
-        f.row(0, &mut row, &mut touched);
+        f.row(0, u32::MAX, &mut row, &mut touched);
         for (x, &l) in row.iter().enumerate().skip(1) {
             assert_eq!(l, x as u32 + 1, "L(0, {x})");
         }
         assert_eq!(touched.len(), kl - 1);
+        // below a limit: the leaves whose L with 0 is at most 10, no other
+        for x in touched.drain(..) {
+            row[x as usize] = 0;
+        }
+        f.row(0, 10, &mut row, &mut touched);
+        for (x, &l) in row.iter().enumerate().skip(1) {
+            assert_eq!(l, if x < 10 { x as u32 + 1 } else { 0 }, "L(0, {x}) below 10");
+        }
+        assert_eq!(touched.len(), 9);
         // a missing neighbour pair leaves the chain in two pieces: the
         // prefix and the leaves above the gap, which realize nothing
         let gappy: Vec<(u32, u32)> = pairs.iter().copied().filter(|&(p, _)| p != 20).collect();

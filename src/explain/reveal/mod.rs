@@ -641,8 +641,11 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
                 }
                 continue;
             };
+            // the set's leaves meet f no higher than the ancestor the set
+            // hangs from (its L with the parent set's first leaf)
+            let limit = tasks[t].hangs.map_or(u32::MAX, |h| h.1);
             let mut touched = Vec::new();
-            fo.row(f, &mut row, &mut touched);
+            fo.row(f, limit, &mut row, &mut touched);
             let mut by_rep: HashMap<u32, usize> = HashMap::default();
             for &x in &s[1..] {
                 if row[x as usize] != 0 {
