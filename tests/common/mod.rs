@@ -61,10 +61,14 @@ pub fn fresh_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// `NAME` in one folder per test process and `group` under the system temp
-/// dir (created on first use; test files name themselves apart).
+/// `NAME` in one folder per test process and `group`,
+/// `target/tmp/mxbi-tests/GROUP-PID` (created on first use; test files
+/// name themselves apart). Under cargo's target dir, as `fresh_dir`'s: kept
+/// for a look after a failure, and not left in the system temp dir.
 pub fn scratch(group: &str, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mxbi-{group}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("mxbi-tests")
+        .join(format!("{group}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir.join(name)
 }
