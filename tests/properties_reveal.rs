@@ -170,6 +170,41 @@ fn reveal_recovers_an_equivalent_of_any_f32_order() {
     );
 }
 
+/// Any order of the grammar's f32 families on a narrow launch (a GEMV of 16
+/// columns, its transpose, or 2 x 8), where the stride rounds put two
+/// probes on a line (an inner pair and the pair two strides on) and read
+/// the outer one's answer only where other answers prove the two nested
+/// or apart: the shape is recovered and no answer contradicts it. (The
+/// order named is not checked here: a verification launch of 16 elements
+/// does not always tell fresh k-tiles from one chain; at K = 99,
+/// `fma;ktile=32;tile=fresh;split=3` was named `fma;split=3` for some
+/// seeds, before lines of two probes too.)
+#[test]
+fn reveal_on_a_narrow_launch_recovers_the_shape_of_any_f32_order() {
+    props::check(
+        cases_expensive(24),
+        (
+            f32_order(),
+            40usize..1200,
+            prop::sample::select(vec![(1usize, 16usize), (16, 1), (2, 8)]),
+            any::<u64>(),
+        ),
+        |(want, k, (m, n), seed)| {
+            let o = options(m, k, n, InType::F32, seed);
+            let r = reveal(&Model::new(want), o).map_err(|e| TestCaseError::fail(format!("{want} K={k}: {e}")))?;
+            prop_assert_eq!(r.disagreement_count, 0, "{} K={}: {}", want, k, r);
+            prop_assert!(
+                r.shape == Shape::of_tree(&want.compile(k)),
+                "{} K={}: shape {}",
+                want,
+                k,
+                r
+            );
+            Ok(())
+        },
+    );
+}
+
 /// The tensor-core property at launch shape `m` x `n`: K is `chunks` (a range)
 /// steps of the order's tensor-core K, times 2.
 fn mma_orders_recovered(chunks: std::ops::Range<usize>, m: usize, n: usize) {

@@ -93,6 +93,7 @@ mod rank;
 mod repeat;
 mod repeats;
 mod tally;
+mod two;
 mod verify;
 
 pub use error::RevealError;
@@ -546,6 +547,7 @@ fn new_prober(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) -> 
         spent: [0.0; 3],
         buffers: prober::kept_buffers(),
         lines_held: None,
+        two_exact: None,
     })
 }
 

@@ -29,6 +29,7 @@ use super::error::RevealError;
 use super::grid::Forest;
 use super::keys::{Key, NO_WINDOW};
 use super::prober::Prober;
+use super::two::{self, Line, Waiting};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Launches of stride pairs a round holds at most (rounds of 1, 2, 4, ...
@@ -70,29 +71,77 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
     let (mut at, mut launches) = (0, 1);
     // the offset from a chain's earlier part to where it goes on (links)
     let mut shift: Option<u32> = None;
+    // lines of two probes (`two.rs`): the pair x with the pair two strides
+    // on (x + 2s), whose node holds x's in a chain over the stride, for x
+    // in the first half of each run of four strides; `taken` marks the
+    // pairs so asked before their turn
+    let mut taken = vec![false; pairs.len()];
+    let mut waiting: Vec<Waiting> = Vec::new();
     while at < pairs.len() {
         let mut batch: Vec<Key> = Vec::new();
+        let mut lines: Vec<Line> = Vec::new();
         while at < pairs.len() && batch.len() < launches * pr.slots() {
-            let k = pairs[at];
-            if !forest.joined(k.0, k.1) {
-                batch.push(k);
-            }
+            let (x, k) = (at, pairs[at]);
             at += 1;
+            if taken[x] || forest.joined(k.0, k.1) {
+                continue;
+            }
+            batch.push(k);
+            let y = x + 2 * s;
+            if pr.takes_two() && (x / s) % 4 < 2 && y < pairs.len() && !forest.joined(pairs[y].0, pairs[y].1) {
+                taken[y] = true;
+                batch.push(pairs[y]);
+                lines.push(Line::Two(k, pairs[y]));
+            } else {
+                lines.push(Line::One(k));
+            }
         }
         if batch.is_empty() {
             break;
         }
-        pr.measure(&batch)?;
-        forest = Forest::of(&pr.tallies, kl);
+        if lines.iter().any(|l| matches!(l, Line::Two(..))) {
+            let (read, mut again) = pr.measure_two(&lines)?;
+            waiting.extend(read);
+            let (grown, open) = two::settle(pr, std::mem::take(&mut waiting));
+            forest = grown;
+            // an outer probe whose proof (the pair between the two, x + s)
+            // comes in a later round waits for it; the rest are asked alone
+            for w in open {
+                let between = w.inner.0 as usize + s;
+                if between >= at && !taken[between] {
+                    waiting.push(w);
+                } else {
+                    again.push(w.outer);
+                }
+            }
+            if !again.is_empty() {
+                pr.measure(&again)?;
+                forest = Forest::of(&pr.tallies, kl);
+            }
+        } else {
+            pr.measure(&batch)?;
+            forest = Forest::of(&pr.tallies, kl);
+        }
+        // (a pair still waiting counts neither way)
+        let asked = batch.len() - waiting.iter().filter(|w| batch.contains(&w.outer)).count();
         let mut joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
-        if joined * 2 < batch.len() {
+        if joined * 2 < asked {
             forest = link_round(pr, forest, &batch, s as u32, &mut shift, LINK_LAUNCHES)?;
             joined = batch.iter().filter(|k| forest.joined(k.0, k.1)).count();
         }
-        if joined * 2 < batch.len() {
+        if joined * 2 < asked {
             break;
         }
         launches = (launches * 2).min(STRIDE_ROUND);
+    }
+    if !waiting.is_empty() {
+        let (grown, open) = two::settle(pr, waiting);
+        forest = grown;
+        let again: Vec<Key> = open.iter().map(|w| w.outer).collect();
+        if !again.is_empty() {
+            pr.measure(&again)?;
+            forest = Forest::of(&pr.tallies, kl);
+        }
     }
     Ok(Some(forest))
 }

@@ -166,6 +166,9 @@ pub(super) struct Prober<'a> {
     /// None when anything else wrote the buffers. (Which operand holds the
     /// lines and the operands' sizes are fixed for a reveal.)
     pub(super) lines_held: Option<Vec<usize>>,
+    /// Whether the check line of the first launch of two probes a line
+    /// (`two.rs`) came back exact (None: no such launch yet).
+    pub(super) two_exact: Option<bool>,
 }
 
 /// The launch buffers of the last reveal in the process, taken by the next
@@ -459,6 +462,21 @@ impl Prober<'_> {
     /// that counts every term; windows: [`Windows::value`]), measured in
     /// this prober's scheme (their answers are tallied, see [`Tallies`]).
     pub(super) fn measure(&mut self, probes: &[Key]) -> Result<Vec<u32>, RevealError> {
+        self.room_for(probes)?;
+        match self.scheme {
+            Scheme::Lines => self.measure_lines(probes)?,
+            Scheme::Diagonal => self.measure_diagonal(probes)?,
+        }
+        let missing = || RevealError::Inconsistent("a probe was not placed".into());
+        probes
+            .iter()
+            .map(|k| self.tallies.value(k).ok_or_else(missing))
+            .collect()
+    }
+
+    /// An error where asking `probes` would take the distinct probes past
+    /// [`MAX_PROBES`].
+    pub(super) fn room_for(&self, probes: &[Key]) -> Result<(), RevealError> {
         let fresh = probes.iter().filter(|k| self.tallies.get(k).is_none()).count();
         let before = self.tallies.distinct();
         if before as u128 + fresh as u128 > MAX_PROBES as u128 {
@@ -469,15 +487,7 @@ impl Prober<'_> {
                 crate::limits::show(MAX_PROBES)
             )));
         }
-        match self.scheme {
-            Scheme::Lines => self.measure_lines(probes)?,
-            Scheme::Diagonal => self.measure_diagonal(probes)?,
-        }
-        let missing = || RevealError::Inconsistent("a probe was not placed".into());
-        probes
-            .iter()
-            .map(|k| self.tallies.value(k).ok_or_else(missing))
-            .collect()
+        Ok(())
     }
 
     /// One probe per line, along the longer of columns and rows: line s
