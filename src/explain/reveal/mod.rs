@@ -604,12 +604,12 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
     let mut grouped: Vec<usize> = Vec::new();
     while !frontier.is_empty() {
         if !grouped.is_empty() && !windowed {
-            let sets: Vec<(u32, Vec<&[u32]>)> = grouped
+            let sets: Vec<predict::GroupsOf> = grouped
                 .iter()
                 .map(|&t| {
                     (
                         tasks[t].set[0],
-                        tasks[t].groups.iter().map(|g| g.1.as_slice()).collect(),
+                        tasks[t].groups.iter().map(|g| (g.0, g.1.as_slice())).collect(),
                     )
                 })
                 .collect();
@@ -632,14 +632,18 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
             continue;
         }
         let mut asks: Vec<(u32, u32)> = Vec::new();
+        // per ask, its task's (parent's first leaf, size it hangs at, leaves)
+        let mut owners: Vec<(u32, u32, usize)> = Vec::new();
         let mut sources: Vec<Source> = Vec::new();
         for &t in &frontier {
             let s = &tasks[t].set;
             let f = s[0];
+            let owner = tasks[t].hangs.map_or((u32::MAX, 0, s.len()), |h| (h.0, h.1, s.len()));
             let Some(fo) = forest.as_mut() else {
                 for &x in &s[1..] {
                     sources.push(Source::Asked(asks.len()));
                     asks.push((f, x));
+                    owners.push(owner);
                 }
                 continue;
             };
@@ -661,6 +665,7 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
                     None => {
                         let i = *by_rep.entry(r).or_insert_with(|| {
                             asks.push((f, r));
+                            owners.push(owner);
                             asks.len() - 1
                         });
                         sources.push(Source::Asked(i));
@@ -672,7 +677,7 @@ fn fprev_rounds(pr: &mut Prober, mut forest: Option<Forest>) -> Result<Vec<Task>
             }
         }
         let keys: Vec<Key> = asks.iter().map(|&(p, q)| (p, q, NO_WINDOW)).collect();
-        let asked = pr.measure(&keys)?;
+        let asked = two::measure_level(pr, &keys, &owners)?;
         let ls: Vec<u32> = sources
             .iter()
             .map(|s| match s {

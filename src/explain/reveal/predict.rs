@@ -244,36 +244,47 @@ pub(super) fn link_neighbours(pr: &mut Prober, forest: Forest) -> Result<Forest,
     link_round(pr, forest, &pairs, 1, &mut None, GRID_LINK_LAUNCHES)
 }
 
+/// A task's first leaf and its groups, each with its `L` and its leaves
+/// (sorted), by increasing `L`.
+pub(super) type GroupsOf<'t> = (u32, Vec<(u32, &'t [u32])>);
+
 /// The translation round after a level of FPRev's recursion, over each of
 /// its `sets` (a task's first leaf f and its groups: the leaves hanging
-/// from each ancestor of f inside the task, by increasing `L`, each
-/// sorted; exact counts): the pairs of the predicted nodes
+/// from each ancestor of f inside the task, by increasing `L`, each with
+/// that `L` and sorted; exact counts): the pairs of the predicted nodes
 /// ([`translated_pairs`]) not yet answered nor joined in `forest`, one
 /// launch of them first, the rest only if at least half of that launch's
-/// pairs joined their leaves. The forest of every tallied answer, or None
+/// pairs joined their leaves. A pair lies in its group, which meets f at
+/// the group's `L`: pairs of two groups share lines where they fit
+/// ([`two::measure_level`]). The forest of every tallied answer, or None
 /// when nothing was asked.
 pub(super) fn translate_round(
     pr: &mut Prober,
-    sets: &[(u32, Vec<&[u32]>)],
+    sets: &[GroupsOf],
     mut forest: Option<&mut Forest>,
 ) -> Result<Option<Forest>, RevealError> {
     let t = &pr.tallies;
-    let keys: Vec<Key> = sets
+    let (keys, owners): (Vec<Key>, Vec<(u32, u32, usize)>) = sets
         .iter()
-        .flat_map(|(f, groups)| translated_pairs(*f, groups))
-        .filter(|&(p, q)| t.pair_value(p, q).is_none())
-        .filter(|&(p, q)| forest.as_deref_mut().is_none_or(|f| !f.joined(p, q)))
-        .map(|(p, q)| (p, q, NO_WINDOW))
-        .collect();
+        .flat_map(|(f, groups)| {
+            let leaves: Vec<&[u32]> = groups.iter().map(|g| g.1).collect();
+            translated_pairs(*f, &leaves)
+                .into_iter()
+                .map(move |(p, q, g)| ((p, q, NO_WINDOW), (*f, groups[g].0, groups[g].1.len())))
+        })
+        .filter(|&((p, q, _), _)| t.pair_value(p, q).is_none())
+        .filter(|&((p, q, _), _)| forest.as_deref_mut().is_none_or(|f| !f.joined(p, q)))
+        .unzip();
     if keys.is_empty() {
         return Ok(None);
     }
-    let scout = keys.len().min(pr.slots());
-    pr.measure(&keys[..scout])?;
+    let per = if pr.takes_two() { 2 } else { 1 };
+    let scout = keys.len().min(pr.slots() * per);
+    two::measure_level(pr, &keys[..scout], &owners[..scout])?;
     let mut grown = Forest::of(&pr.tallies, pr.kl);
     let joined = keys[..scout].iter().filter(|k| grown.joined(k.0, k.1)).count();
     if scout < keys.len() && joined * 2 >= scout {
-        pr.measure(&keys[scout..])?;
+        two::measure_level(pr, &keys[scout..], &owners[scout..])?;
         grown = Forest::of(&pr.tallies, pr.kl);
     }
     Ok(Some(grown))
@@ -289,8 +300,9 @@ pub(super) fn translate_round(
 /// ancestor below it (every group under that ancestor predicted) or of an
 /// earlier predicted group: it is a copy of that subtree shifted by the
 /// difference of their least leaves. Pairs `(f, first leaf of a group)`
-/// are the first level's own and are not returned.
-pub(super) fn translated_pairs(f: u32, groups: &[&[u32]]) -> Vec<(u32, u32)> {
+/// are the first level's own and are not returned. Each pair comes with
+/// the index of the group it lies in.
+pub(super) fn translated_pairs(f: u32, groups: &[&[u32]]) -> Vec<(u32, u32, usize)> {
     // the predicted merges of f's ancestors, bottom-up: a group's merges,
     // then the pair joining it to f (each group's merges a slice of this)
     let mut merges: Vec<(u32, u32)> = Vec::new();
@@ -300,8 +312,8 @@ pub(super) fn translated_pairs(f: u32, groups: &[&[u32]]) -> Vec<(u32, u32)> {
     let mut whole = true;
     // by a predicted group's leaves less their least: (least, merges)
     let mut sources: HashMap<Vec<u32>, (u32, std::ops::Range<usize>)> = HashMap::default();
-    let mut asked: Vec<(u32, u32)> = Vec::new();
-    for g in groups {
+    let mut asked: Vec<(u32, u32, usize)> = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
         let least = g[0];
         let pattern: Vec<u32> = g.iter().map(|&x| x - least).collect();
         let source = if g.len() == 1 {
@@ -324,7 +336,7 @@ pub(super) fn translated_pairs(f: u32, groups: &[&[u32]]) -> Vec<(u32, u32)> {
                     let (p, q) = merges[i];
                     merges.push((p - from + least, q - from + least));
                 }
-                asked.extend_from_slice(&merges[start..]);
+                asked.extend(merges[start..].iter().map(|&(p, q)| (p, q, gi)));
                 if g.len() > 1 {
                     sources.entry(pattern).or_insert((least, start..merges.len()));
                 }
@@ -358,7 +370,7 @@ mod tests {
     fn pairs(l0: &[u32]) -> Vec<(u32, u32)> {
         let gs = groups_of(l0);
         let refs: Vec<&[u32]> = gs.iter().map(|g| g.as_slice()).collect();
-        translated_pairs(0, &refs)
+        translated_pairs(0, &refs).into_iter().map(|(p, q, _)| (p, q)).collect()
     }
 
     #[test]

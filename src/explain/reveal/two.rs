@@ -95,10 +95,11 @@ pub(super) fn read_two(v: f32, kl: u32) -> Reading {
         return Reading::Inner(kl - low);
     }
     // no carry: h = high - 1
-    let Some(h) = high.checked_sub(1).filter(|&h| h >= low && h <= units) else {
+    let Some(h) = high.checked_sub(1).filter(|&h| h <= units) else {
         return Reading::Unread;
     };
     let (inner, union) = (kl - 2 - h, kl - low);
+    // (the high part at most the low: no case gives it)
     if union < inner + 2 {
         return Reading::Unread;
     }
@@ -123,6 +124,9 @@ pub(super) struct Waiting {
     /// How many positions answered, and where the first sat.
     pub(super) count: u64,
     pub(super) at: At,
+    /// A proven `L` of a leaf of the inner pair and one of the outer pair,
+    /// where the caller knows one ([`measure_level`]).
+    pub(super) known: Option<u32>,
 }
 
 /// Tallies each waiting outer probe whose nesting the answers prove, and
@@ -140,6 +144,10 @@ pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec
         let mut tallied = false;
         for w in waiting {
             let (mut nested, mut apart) = (false, false);
+            if let Some(l) = w.known {
+                nested |= l < w.union;
+                apart |= l > w.union;
+            }
             for x in [w.inner.0, w.inner.1] {
                 for y in [w.outer.0, w.outer.1] {
                     if let Some(l) = pr.tallies.pair_value(x, y) {
@@ -167,6 +175,68 @@ pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec
         }
         waiting = open;
     }
+}
+
+/// The answers (tallied values, in order) of one level of FPRev's
+/// recursion, `keys[i]` asked by a task of `owners[i]` = (the first leaf
+/// of the task it came from, the size of the ancestor it hangs from, its
+/// number of leaves). Where lines of two probes fit, keys of two tasks of
+/// one parent that hang at different sizes share a line, the larger
+/// task's inner: their groups are disjoint subtrees, and the first leaves
+/// of the two tasks meet at the larger of the sizes (the parent's first
+/// leaf meets each at its own), which in a tree of binary nodes exceeds
+/// the two ancestors' union (that ancestor holds both groups and the
+/// parent's first leaf), so they are proven apart ([`settle`]). Keys left
+/// on their own, unread or unproven are asked alone.
+pub(super) fn measure_level(
+    pr: &mut Prober,
+    keys: &[Key],
+    owners: &[(u32, u32, usize)],
+) -> Result<Vec<u32>, RevealError> {
+    if !pr.takes_two() || keys.len() < 2 {
+        return pr.measure(keys);
+    }
+    // by parent, then by the size the task hangs at
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&i| (owners[i].0, owners[i].1, i));
+    let mut lines: Vec<Line> = Vec::with_capacity(keys.len());
+    let mut known: Vec<(Key, u32)> = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let parent = owners[order[start]].0;
+        let end = start + order[start..].iter().take_while(|&&i| owners[i].0 == parent).count();
+        // the lowest-hanging keys with the highest-hanging ones, while
+        // they hang at different sizes
+        let (mut lo, mut hi) = (start, end);
+        while lo < hi {
+            let a = order[lo];
+            if lo + 1 < hi && owners[a].1 < owners[order[hi - 1]].1 {
+                let b = order[hi - 1];
+                let (inner, outer) = if owners[a].2 >= owners[b].2 { (a, b) } else { (b, a) };
+                lines.push(Line::Two(keys[inner], keys[outer]));
+                known.push((keys[outer], owners[a].1.max(owners[b].1)));
+                hi -= 1;
+            } else {
+                lines.push(Line::One(keys[a]));
+            }
+            lo += 1;
+        }
+        start = end;
+    }
+    if !lines.iter().any(|l| matches!(l, Line::Two(..))) {
+        return pr.measure(keys);
+    }
+    let (mut waiting, mut again) = pr.measure_two(&lines)?;
+    for w in &mut waiting {
+        w.known = known.iter().find(|k| k.0 == w.outer).map(|k| k.1);
+    }
+    let (_, open) = settle(pr, waiting);
+    again.extend(open.iter().map(|w| w.outer));
+    if !again.is_empty() {
+        pr.measure(&again)?;
+    }
+    let missing = || RevealError::Inconsistent("a probe was not placed".into());
+    keys.iter().map(|k| pr.tallies.value(k).ok_or_else(missing)).collect()
 }
 
 impl Prober<'_> {
@@ -298,6 +368,7 @@ impl Prober<'_> {
                                 union,
                                 count,
                                 at,
+                                known: None,
                             });
                         }
                         Some(Reading::Inner(l)) => {
@@ -451,7 +522,20 @@ mod tests {
             Reading::Both { inner: 53, union: 60 }
         );
         assert_eq!(read_two(7.0 * 4097.0, 64), Reading::Inner(57));
-        // more leaves than a heavy unit counts
+        // more leaves than a heavy unit counts, or fewer than two pairs
         assert_eq!(read_two(10.0 * 4096.0 + 4.0, 4097), Reading::Unread);
+        assert_eq!(read_two(0.0, 3), Reading::Unread);
+        // a low part of more units than there are, high equal or not
+        assert_eq!(read_two(62.0 * 4097.0, 64), Reading::Unread);
+        assert_eq!(read_two(63.0 * 4096.0 + 61.0, 64), Reading::Unread);
+        // a high part of more units than there are (h = 62 of 60)
+        assert_eq!(read_two(63.0 * 4096.0, 64), Reading::Unread);
+        // a carry's edge at K = 4096 (h = 3000: L(p1, q1) = 1094): a
+        // union 2,051 larger leaves room for a subtree of 2,048 units
+        // outside A1 were L(p1, q1) one more; 2,050 larger does not
+        let v = |low: u32| (4096 * 3001 + low) as f32;
+        assert_eq!(read_two(v(4096 - 1094 - 2051), 4096), Reading::Unread);
+        let union = 1094 + 2050;
+        assert_eq!(read_two(v(4096 - union), 4096), Reading::Both { inner: 1094, union });
     }
 }
