@@ -187,13 +187,15 @@ pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec
 /// leaf meets each at its own), which in a tree of binary nodes exceeds
 /// the two ancestors' union (that ancestor holds both groups and the
 /// parent's first leaf), so they are proven apart ([`settle`]). Keys left
-/// on their own, unread or unproven are asked alone.
+/// on their own, unread or unproven are asked alone. Keys that fit one
+/// launch of one probe a line are asked so (two a line could only add a
+/// launch for those asked again).
 pub(super) fn measure_level(
     pr: &mut Prober,
     keys: &[Key],
     owners: &[(u32, u32, usize)],
 ) -> Result<Vec<u32>, RevealError> {
-    if !pr.takes_two() || keys.len() < 2 {
+    if !pr.takes_two() || keys.len() <= pr.slots() {
         return pr.measure(keys);
     }
     // by parent, then by the size the task hangs at
