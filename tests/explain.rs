@@ -365,6 +365,22 @@ fn a_gemv_asks_about_one_pair_a_node() {
         let r = reveals_exactly(spec, opts(1, 4096, 64, InType::F32));
         assert_eq!(r.launches, launches, "{spec}: {r}");
     }
+    // bf16 inputs hold no term `2^12 + 1`: one probe a line, FPRev's
+    // levels for the fused nodes
+    let r = reveals_exactly("hopper-bf16", opts(1, 4096, 64, InType::Bf16));
+    assert_eq!(r.launches, 549, "{r}");
+}
+
+/// Two probes a line need an f32 output (24 significant bits). A bf16
+/// output counts K = 256 units exactly, so the stride round tries them:
+/// the check line of its first launch comes back rounded, none of that
+/// launch's lines of two is read (their probes are asked again alone) and
+/// none is used again. The tree is recovered; the try costs one launch
+/// (21 launches with one probe a line).
+#[test]
+fn an_output_that_rounds_the_check_line_gets_one_probe_a_line() {
+    let r = reveals_exactly("fma;out=bf16", opts(1, 256, 16, InType::F32));
+    assert_eq!((r.window, r.launches), (256, 22), "{r}");
 }
 
 /// On a square launch the grid answers every neighbour pair; an

@@ -102,7 +102,7 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
         if lines.iter().any(|l| matches!(l, Line::Two(..))) {
             let (read, mut again) = pr.measure_two(&lines)?;
             waiting.extend(read);
-            let (grown, open) = two::settle(pr, std::mem::take(&mut waiting));
+            let (grown, open) = two::settle(&mut pr.tallies, pr.kl, std::mem::take(&mut waiting));
             forest = grown;
             // an outer probe whose proof (the pair between the two, x + s)
             // comes in a later round waits for it; the rest are asked alone
@@ -135,7 +135,7 @@ pub(super) fn stride_round(pr: &mut Prober) -> Result<Option<Forest>, RevealErro
         launches = (launches * 2).min(STRIDE_ROUND);
     }
     if !waiting.is_empty() {
-        let (grown, open) = two::settle(pr, waiting);
+        let (grown, open) = two::settle(&mut pr.tallies, pr.kl, waiting);
         forest = grown;
         let again: Vec<Key> = open.iter().map(|w| w.outer).collect();
         if !again.is_empty() {

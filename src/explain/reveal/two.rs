@@ -39,6 +39,7 @@ use super::error::RevealError;
 use super::grid::Forest;
 use super::keys::{at, At, Key};
 use super::prober::{refill, Prober};
+use super::tally::Tallies;
 
 /// The heavy unit: the ulp of the outer pair's sums. Counts of up to
 /// `HEAVY` units fit below it, so lines of two probes need K <= `HEAVY`.
@@ -137,9 +138,9 @@ pub(super) struct Waiting {
 /// (`L(x, y)`) proves them apart (nested, A2 holds every such pair): the
 /// union less `L(p1, q1)`. Repeated while a pass tallies something (an
 /// outer probe's answer can prove another's).
-pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec<Waiting>) {
+pub(super) fn settle(t: &mut Tallies, kl: usize, mut waiting: Vec<Waiting>) -> (Forest, Vec<Waiting>) {
     loop {
-        let mut forest = Forest::of(&pr.tallies, pr.kl);
+        let mut forest = Forest::of(t, kl);
         let mut open = Vec::new();
         let mut tallied = false;
         for w in waiting {
@@ -150,7 +151,7 @@ pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec
             }
             for x in [w.inner.0, w.inner.1] {
                 for y in [w.outer.0, w.outer.1] {
-                    if let Some(l) = pr.tallies.pair_value(x, y) {
+                    if let Some(l) = t.pair_value(x, y) {
                         nested |= l < w.union;
                         apart |= l > w.union;
                     }
@@ -167,7 +168,7 @@ pub(super) fn settle(pr: &mut Prober, mut waiting: Vec<Waiting>) -> (Forest, Vec
                     continue;
                 }
             };
-            pr.tallies.add(w.outer, value, w.count, w.at);
+            t.add(w.outer, value, w.count, w.at);
             tallied = true;
         }
         if !tallied {
@@ -232,7 +233,7 @@ pub(super) fn measure_level(
     for w in &mut waiting {
         w.known = known.iter().find(|k| k.0 == w.outer).map(|k| k.1);
     }
-    let (_, open) = settle(pr, waiting);
+    let (_, open) = settle(&mut pr.tallies, pr.kl, waiting);
     again.extend(open.iter().map(|w| w.outer));
     if !again.is_empty() {
         pr.measure(&again)?;
@@ -301,20 +302,36 @@ impl Prober<'_> {
                 let chunk = chunks[li];
                 let (line_op, other_op) = if cols { (&mut *b, &mut *a) } else { (&mut *a, &mut *b) };
                 let (line_len, other_len) = if cols { (kl * n, m * kl) } else { (m * kl, kl * n) };
-                refill(line_op, line_len, 0.0);
                 refill(other_op, other_len, 1.0);
+                // every term of line l but its probes' (and the check
+                // line's past its count): written row by row of B (a
+                // column at a time is a strided write per term)
+                let base: Vec<f32> = (0..slots)
+                    .map(|l| match chunk[l % chunk.len()] {
+                        Some(Line::One(_)) => lo,
+                        None | Some(Line::Two(..)) => TERM,
+                    })
+                    .collect();
+                line_op.truncate(line_len);
+                line_op.resize(line_len, 0.0);
+                if cols {
+                    use rayon::prelude::*;
+                    line_op.par_chunks_mut(n).for_each(|row| row.copy_from_slice(&base));
+                } else {
+                    for (line, &v) in line_op.chunks_mut(kl).zip(&base) {
+                        line.fill(v);
+                    }
+                }
                 let (stride, step) = if cols { (n, 1) } else { (1, kl) };
                 for l in 0..slots {
                     let mut put = |x: u32, v: f32| line_op[x as usize * stride + l * step] = v;
                     match chunk[l % chunk.len()] {
-                        None => (0..check.unwrap_or(0)).for_each(|x| put(x, TERM)),
+                        None => (check.unwrap_or(0)..kl as u32).for_each(|x| put(x, 0.0)),
                         Some(Line::One((p, q, _))) => {
-                            (0..kl as u32).for_each(|x| put(x, lo));
                             put(p, hi);
                             put(q, -hi);
                         }
                         Some(Line::Two((p1, q1, _), (p2, q2, _))) => {
-                            (0..kl as u32).for_each(|x| put(x, TERM));
                             put(p1, INNER);
                             put(q1, -INNER);
                             put(p2, OUTER);
@@ -388,6 +405,7 @@ impl Prober<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::keys::NO_WINDOW;
     use super::*;
 
     /// The f32 sum of `terms` over a binary tree (children lists by node,
@@ -502,6 +520,77 @@ mod tests {
             }
         }
         assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
+    }
+
+    fn waiting(inner: (u32, u32), outer: (u32, u32), inner_l: u32, union: u32, known: Option<u32>) -> Waiting {
+        Waiting {
+            inner: (inner.0, inner.1, NO_WINDOW),
+            outer: (outer.0, outer.1, NO_WINDOW),
+            inner_l,
+            union,
+            count: 1,
+            at: (0, 0, 0),
+            known,
+        }
+    }
+
+    fn answered(pairs: &[(u32, u32, u32)]) -> Tallies {
+        let mut t = Tallies::default();
+        for &(p, q, l) in pairs {
+            t.add((p, q, NO_WINDOW), l, 1, (0, 0, 0));
+        }
+        t
+    }
+
+    /// `settle` tallies an outer probe exactly where other answers prove
+    /// its ancestor nested with or apart from the inner one, and leaves
+    /// every other open.
+    #[test]
+    fn settle_tallies_only_what_other_answers_prove() {
+        let outer = |t: &Tallies, p: u32, q: u32| t.value(&(p, q, NO_WINDOW));
+        // a chain over 8 leaves, L(x, x + 1) = x + 2: the line (0, 1) +
+        // (2, 3) reads L = 2 and a union of 4, and L(1, 2) = 3 < 4 proves
+        // A2 holds A1; the line (1, 2) + (3, 4) (union 5) is proven by the
+        // first one's answer, L(2, 3) = 4 (so it is listed first: a second
+        // pass); the line (4, 5) + (6, 7) has no answer between: open
+        let mut t = answered(&[(0, 1, 2), (1, 2, 3), (4, 5, 6)]);
+        let w = vec![
+            waiting((1, 2), (3, 4), 3, 5, None),
+            waiting((0, 1), (2, 3), 2, 4, None),
+            waiting((4, 5), (6, 7), 6, 8, None),
+        ];
+        let (_, open) = settle(&mut t, 8, w);
+        assert_eq!((outer(&t, 2, 3), outer(&t, 3, 4)), (Some(4), Some(5)));
+        assert_eq!(open.iter().map(|w| w.outer.0).collect::<Vec<_>>(), vec![6]);
+        // apart: {0, 1} + 4, then {2, 3}: L(1, 2) = 5 > the union 4, so
+        // L(2, 3) is the union less L(0, 1)
+        let mut t = answered(&[(0, 1, 2), (1, 2, 5)]);
+        settle(&mut t, 5, vec![waiting((0, 1), (2, 3), 2, 4, None)]);
+        assert_eq!(outer(&t, 2, 3), Some(2));
+        // siblings ({0, 1}, {2, 3}): L(1, 2) = 4 is the union, either way
+        let mut t = answered(&[(0, 1, 2), (1, 2, 4)]);
+        let (_, open) = settle(&mut t, 4, vec![waiting((0, 1), (2, 3), 2, 4, None)]);
+        assert_eq!((outer(&t, 2, 3), open.len()), (None, 1));
+        // answers that say both: open
+        let mut t = answered(&[(0, 1, 2), (1, 2, 3), (0, 3, 6)]);
+        let (_, open) = settle(&mut t, 6, vec![waiting((0, 1), (2, 3), 2, 4, None)]);
+        assert_eq!((outer(&t, 2, 3), open.len()), (None, 1));
+        // no pair of the two lines answered, but the forest joins 1 and 3
+        // in a node of 4 leaves, fewer than the union 5: nested
+        let mut t = answered(&[(0, 1, 2), (1, 2, 3), (2, 3, 4)]);
+        settle(&mut t, 6, vec![waiting((0, 1), (3, 4), 2, 5, None)]);
+        assert_eq!(outer(&t, 3, 4), Some(5));
+        // ... but not in a node as large as the union
+        let mut t = answered(&[(0, 1, 2), (1, 2, 3), (2, 3, 4)]);
+        let (_, open) = settle(&mut t, 6, vec![waiting((0, 1), (3, 4), 2, 4, None)]);
+        assert_eq!((outer(&t, 3, 4), open.len()), (None, 1));
+        // a known L of the two lines' leaves: larger than the union, apart;
+        // smaller, nested; equal, open
+        for (known, want) in [(Some(9), Some(3)), (Some(4), Some(5)), (Some(5), None), (None, None)] {
+            let mut t = answered(&[(0, 1, 2)]);
+            settle(&mut t, 9, vec![waiting((0, 1), (5, 6), 2, 5, known)]);
+            assert_eq!(outer(&t, 5, 6), want, "{known:?}");
+        }
     }
 
     /// Values no line of two probes gives are unread.
