@@ -32,8 +32,12 @@ use super::prober::Prober;
 use super::two::{self, Line, Waiting};
 use rustc_hash::FxHashMap as HashMap;
 
-/// Launches of stride pairs a round holds at most (rounds of 1, 2, 4, ...
-/// launches before): a stride that fails costs at most this many.
+/// Launches' worth of stride pairs (one a line) a round holds at most
+/// (rounds of 1, 2, 4, ... before): a stride that fails costs at most
+/// this many launches. With two probes a line (`two.rs`) a round holds as
+/// many pairs on half as many lines (rounds sized in lines, twice the
+/// pairs, ran ahead of an interleaved split's links: docs/PERFORMANCE.md,
+/// "Two probes a line").
 const STRIDE_ROUND: usize = 8;
 
 /// Launches a link round ([`link_round`]) holds at most after a stride

@@ -571,6 +571,11 @@ mod tests {
         let mut t = answered(&[(0, 1, 2), (1, 2, 4)]);
         let (_, open) = settle(&mut t, 4, vec![waiting((0, 1), (2, 3), 2, 4, None)]);
         assert_eq!((outer(&t, 2, 3), open.len()), (None, 1));
+        // a tallied pair alone (the forest cannot join 1 and 3 without
+        // L(1, 2)): L(1, 3) = 4 < the union 5, nested
+        let mut t = answered(&[(0, 1, 2), (1, 3, 4)]);
+        settle(&mut t, 6, vec![waiting((0, 1), (3, 4), 2, 5, None)]);
+        assert_eq!(outer(&t, 3, 4), Some(5));
         // answers that say both: open
         let mut t = answered(&[(0, 1, 2), (1, 2, 3), (0, 3, 6)]);
         let (_, open) = settle(&mut t, 6, vec![waiting((0, 1), (2, 3), 2, 4, None)]);
@@ -616,6 +621,8 @@ mod tests {
         // more leaves than a heavy unit counts, or fewer than two pairs
         assert_eq!(read_two(10.0 * 4096.0 + 4.0, 4097), Reading::Unread);
         assert_eq!(read_two(0.0, 3), Reading::Unread);
+        // four leaves, all the pairs': the marker alone, A1 and A2 apart
+        assert_eq!(read_two(4096.0, 4), Reading::Both { inner: 2, union: 4 });
         // a low part of more units than there are, high equal or not
         assert_eq!(read_two(62.0 * 4097.0, 64), Reading::Unread);
         assert_eq!(read_two(63.0 * 4096.0 + 61.0, 64), Reading::Unread);
