@@ -203,7 +203,8 @@ pub(super) fn measure_level(
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by_key(|&i| (owners[i].0, owners[i].1, i));
     let mut lines: Vec<Line> = Vec::with_capacity(keys.len());
-    let mut known: Vec<(Key, u32)> = Vec::new();
+    // the proven L of each line's leaves, by its outer key
+    let mut known: rustc_hash::FxHashMap<Key, u32> = Default::default();
     let mut start = 0;
     while start < order.len() {
         let parent = owners[order[start]].0;
@@ -217,7 +218,7 @@ pub(super) fn measure_level(
                 let b = order[hi - 1];
                 let (inner, outer) = if owners[a].2 >= owners[b].2 { (a, b) } else { (b, a) };
                 lines.push(Line::Two(keys[inner], keys[outer]));
-                known.push((keys[outer], owners[a].1.max(owners[b].1)));
+                known.insert(keys[outer], owners[a].1.max(owners[b].1));
                 hi -= 1;
             } else {
                 lines.push(Line::One(keys[a]));
@@ -231,7 +232,7 @@ pub(super) fn measure_level(
     }
     let (mut waiting, mut again) = pr.measure_two(&lines)?;
     for w in &mut waiting {
-        w.known = known.iter().find(|k| k.0 == w.outer).map(|k| k.1);
+        w.known = known.get(&w.outer).copied();
     }
     let (_, open) = settle(&mut pr.tallies, pr.kl, waiting);
     again.extend(open.iter().map(|w| w.outer));
