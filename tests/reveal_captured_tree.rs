@@ -100,4 +100,7 @@ fn the_captured_torch_gemv_tree_is_recovered_on_the_cpu() {
     assert_eq!(r.order, None, "{r}");
     assert!(text.contains("N=64 (f32 inputs): 325 launches"));
     assert_eq!(r.launches, 134, "{r}");
+    // a binary tree: no wide node to prove pair by pair, no such line
+    assert_eq!(shape.sibling_pairs(), 0);
+    assert!(!r.to_string().contains("children: proving them"), "{r}");
 }

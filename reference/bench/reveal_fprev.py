@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -104,7 +105,21 @@ KERNELS = {"triton-f32": triton_f32, "torch-f32": torch_f32}
 NARROW = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi, how: str = "plain") -> list:
+def keep_tree(trees, name: str, m: int, k: int, n: int, r) -> None:
+    """Writes the recovered tree (display and listing, `Revealed.shape`) of
+    a reveal to `trees/NAME-MxKxN.txt` (NAME's other characters than
+    letters, digits and `._-` as `_`) when `trees` is a folder (first
+    round only: every round recovers the same tree or reports why not)."""
+    if trees is None:
+        return
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    path = os.path.join(trees, f"{safe}-{m}x{k}x{n}.txt")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(r.shape)
+
+
+def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi, how: str = "plain", trees=None) -> list:
     t = NARROW[dtype]
 
     def fn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -123,6 +138,7 @@ def narrow_gemv(dtype: str, k: int, n: int, rounds: int, mxbi, how: str = "plain
         settle()
         t0 = time.perf_counter()
         r = mxbi.reveal(fn, 1, k, n, input=dtype, name=name)
+        keep_tree(trees, name, 1, k, n, r)
         rows.append(
             {
                 "kernel": name,
@@ -182,7 +198,7 @@ def subject(mm, how: str):
     return fn
 
 
-def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str = "plain") -> dict:
+def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str = "plain", trees=None) -> dict:
     impl = fprev_backend(fprev_mod, mm, m, k, n)
     impl.get_l()  # warm-up (FPRev's compare.py warms up once as well)
     impl.calls = 0
@@ -200,6 +216,7 @@ def one_round(fprev_mod, mxbi, mm, name: str, m: int, k: int, n: int, how: str =
     t0 = time.perf_counter()
     r = mxbi.reveal(fn, m, k, n, name=name)
     t_mxbi = time.perf_counter() - t0
+    keep_tree(trees, name, m, k, n, r)
     return {
         "kernel": name,
         "m": m,
@@ -232,6 +249,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=480, help="wall seconds; later runs are skipped once spent")
     ap.add_argument("--subject", default="plain", choices=["plain", "on_device"],
                     help="how mxbi's subject moves the operands (see `subject`)")
+    ap.add_argument("--trees", default=None, help="a folder: write each recovered tree there (`keep_tree`)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (torch-f32 only)")
     args = ap.parse_args()
     global DEV
@@ -260,7 +278,7 @@ def main() -> int:
             mm, name = KERNELS[kname]()
             for m, n in shapes:
                 for rnd in range(args.rounds):
-                    row = run(f"{kname} {m}x{n}", lambda: one_round(fprev_mod, mxbi, mm, name, m, args.k, n, args.subject))
+                    row = run(f"{kname} {m}x{n}", lambda: one_round(fprev_mod, mxbi, mm, name, m, args.k, n, args.subject, args.trees))
                     if row is None:
                         continue
                     row["round"] = rnd
@@ -270,7 +288,7 @@ def main() -> int:
                     print(json.dumps(row), flush=True)
         for dtype in filter(None, args.narrow.split(",")):
             for n in (int(x) for x in args.narrow_n.split(",")):
-                for row in run(f"{dtype} 1x{n}", lambda: narrow_gemv(dtype, args.k, n, args.rounds, mxbi, args.subject)) or []:
+                for row in run(f"{dtype} 1x{n}", lambda: narrow_gemv(dtype, args.k, n, args.rounds, mxbi, args.subject, args.trees)) or []:
                     out.write(json.dumps(row) + "\n")
                     out.flush()
                     print(json.dumps(row), flush=True)

@@ -263,7 +263,7 @@ impl Shape {
         Shape { k, nodes, root }
     }
 
-    /// The leaves in the order they appear under the root.
+    /// How many leaves the tree holds.
     pub fn leaves(&self) -> usize {
         self.nodes
             .iter()
@@ -271,6 +271,23 @@ impl Shape {
             .filter(|c| matches!(c, Child::Leaf(_)))
             .count()
             + usize::from(matches!(self.root, Some(Child::Leaf(_))))
+    }
+
+    /// The fewest probe answers that prove this shape to probes that see
+    /// only lowest common ancestors (FPRev's, `reveal`'s): the pairs of
+    /// children of every node with three or more, each pair once
+    /// (docs/EXPLAIN.md, "What a wide node costs"). A tree that joins two
+    /// children a, b of such a node first gives other answers only where
+    /// the big values lie in a and b alone, so every such finer tree needs
+    /// its own answer. Binary nodes add nothing here (a chain's K - 2 is
+    /// another argument: docs/PERFORMANCE.md, "Two probes a line").
+    pub fn sibling_pairs(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|ch| ch.len() as u64)
+            .filter(|&c| c >= 3)
+            .map(|c| c * (c - 1) / 2)
+            .sum()
     }
 
     /// One line per internal node: `n7 = sum(n3, k12, k13)`.

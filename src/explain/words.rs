@@ -231,6 +231,14 @@ impl fmt::Display for Revealed {
                 self.grid_launches
             )?;
         }
+        let pairs = self.shape.sibling_pairs();
+        if pairs > 0 {
+            let widest = self.shape.nodes.iter().map(Vec::len).max().unwrap_or(0);
+            writeln!(
+                f,
+                "the tree has nodes of up to {widest} children: proving them takes at least {pairs} probe answers (one for every two children of a node; docs/EXPLAIN.md, \"What a wide node costs\")"
+            )?;
+        }
         if self.disagreement_count == 0 {
             writeln!(
                 f,
