@@ -60,6 +60,40 @@ fn conform_capture_replays_bit_exact_with_every_foil_recomputed() {
     assert!(r.foils_recomputed() >= r.cases, "every case has a foil");
 }
 
+/// The `align` run (docs/DEVICE.md, "Aligned split parts on an H100"):
+/// NVRTC kernels of the fixed orders, among them `fma;split=3;align=64`
+/// and `hopper-bf16;split=3;align=128`, and 8 random ones, on an H100.
+/// Every row is replayed on the CPU model, every foil recomputed, and the
+/// GPU bytes of the two aligned cases are not those of the same split with
+/// parts of ceil(K / S) (their third foil).
+#[test]
+fn conform_align_capture_replays_and_tells_aligned_parts_apart() {
+    let cap = Capture::open_anchored(&committed_capture("conform-align")).expect("anchored capture");
+    cap.verify_all().expect("capture integrity");
+    let r = replay(&cap, RowSelection::All).expect("replay");
+    assert_eq!(r.rows_checked, r.rows_in_capture, "every row is replayed");
+    assert_eq!(r.recorded_mismatches, 0);
+    assert!(r.row_mismatches.is_empty(), "{:?}", r.row_mismatches);
+    assert!(r.foil_disagreements().is_empty(), "{:?}", r.foil_disagreements());
+    assert!(r.non_discriminating().is_empty());
+    let aligned: Vec<_> = r.case_replays.iter().filter(|c| c.order.contains(";align=")).collect();
+    assert_eq!(aligned.len(), 2, "{}", r.totals());
+    for c in aligned {
+        let unaligned = c.order.replace(";align=64", "").replace(";align=128", "");
+        let f = c
+            .foils
+            .iter()
+            .find(|f| f.order == unaligned)
+            .unwrap_or_else(|| panic!("case {}: no foil `{unaligned}`", c.id));
+        assert!(
+            f.exact && f.elements > 0 && f.rows_differing > 0,
+            "case {}: {f:?}",
+            c.id
+        );
+        assert_eq!(f.stored, Some(f.elements), "case {}", c.id);
+    }
+}
+
 /// A copy with one GPU row digest changed and the manifest resealed passes
 /// the manifest check but not the anchor.
 #[test]

@@ -8,7 +8,10 @@
 //!   serially: split-K = 3 with parts rounded up to the 128-k tile. At this
 //!   K that is the order `mma(k=16,f=25);ktile=2432;tile=fresh;out=bf16`
 //!   (fresh tiles of 2432 k are those three parts); `split=3` itself cuts
-//!   at ceil(7168 / 3) = 2390 k and is another tree.
+//!   at ceil(7168 / 3) = 2390 k and is another tree. Since `align`
+//!   (docs/ORDERS.md "Parts") the grammar says it for every K:
+//!   `mma(k=16,f=25);split=3;align=128;out=bf16`, and the family names it
+//!   (`split=3;align=64`, the same parts at this K).
 //! - `torch.matmul` f32 (no TF32) at M = 1, K = 4096, N = 4096 (a GEMV):
 //!   the 16 parts of `fma;ktile=64;split=16/interleave` (64-k tiles, tile t
 //!   in part t mod 16, each part one chain over its 4 tiles) combined by a
@@ -161,6 +164,10 @@ fn the_gemmex_tree_is_split_k_3_in_whole_128_k_tiles() {
     // 2432 = ceil(7168 / (3 x 128)) x 128: three parts of whole 128-k tiles
     assert_eq!(GK.div_ceil(3 * 128) * 128, 2432);
     assert_eq!(GK.div_ceil(3 * 64) * 64, 2432, "64-k tiles would cut the same parts");
+    // split-K = 3 in whole tiles, for every K: parts that start on a tile
+    assert!(want == shape_of("hopper-bf16;split=3;align=128", GK));
+    assert!(want == shape_of("hopper-bf16;split=3;align=64", GK));
+    assert!(want != shape_of("hopper-bf16;split=3;align=256", GK));
 }
 
 /// The comparison can fail: the grammar's neighbours (split=3 itself cuts
@@ -194,11 +201,13 @@ fn near_orders_and_a_planted_swap_do_not_match_the_gemmex_tree() {
     );
 }
 
-/// The explainer's family for bf16 inputs at K = 7168 has no order of this
+/// The explainer's family for bf16 inputs at K = 7168 had no order of this
 /// shape (2432-k tiles are not among its widths): this is why reveal named
-/// none. It does hold the M = 128 and M = 256 orders' shapes.
+/// none on the H200. With split parts that start on a k-tile it has one,
+/// in each output format (the first of the aligned spellings with these
+/// parts). It holds the M = 128 and M = 256 orders' shapes too.
 #[test]
-fn the_candidate_family_does_not_hold_the_gemmex_tree() {
+fn the_candidate_family_names_the_gemmex_tree_with_aligned_split_parts() {
     let c = gemmex(1);
     let fam = family(Inputs::of_type(InType::Bf16), GK);
     let hits: Vec<String> = fam
@@ -206,7 +215,16 @@ fn the_candidate_family_does_not_hold_the_gemmex_tree() {
         .filter(|cand| Shape::of_tree(&cand.order.compile(GK)) == c)
         .map(|cand| cand.order.to_string())
         .collect();
-    assert_eq!(hits, Vec::<String>::new(), "of {} candidates", fam.len());
+    assert_eq!(
+        hits,
+        [
+            "mma(k=16,f=25);split=3;align=64",
+            "mma(k=16,f=25);split=3;align=64;out=bf16",
+            "mma(k=16,f=25);split=3;align=64;out=f16"
+        ],
+        "of {} candidates",
+        fam.len()
+    );
     for near in ["mma(k=16,f=25);split=2;out=bf16", "mma(k=16,f=25);out=bf16"] {
         assert!(fam.iter().any(|cand| cand.order.to_string() == near), "{near}");
     }

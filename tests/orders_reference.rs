@@ -29,7 +29,7 @@ use std::io::Read;
 const PINNED: &[(&str, &str)] = &[
     (
         "vectors.jsonl.gz",
-        "2e9b592d1c1d3d6e3103c211a3f13183595e0e53313db323185c28aecf77908a",
+        "45ed5b63e6349127f907797b310708ab92f8bb4906e7add0c34e6b09b7cf3718",
     ),
     (
         "edge_vectors.jsonl",
@@ -37,7 +37,7 @@ const PINNED: &[(&str, &str)] = &[
     ),
     (
         "parse_vectors.jsonl",
-        "24152e9ec319bd377274ef77ba5247782c879a098f4c509655dd359b1d8ddeaa",
+        "9d7193d635eec207e4ab468252111ae0d3e4f49ebfe3915dfa3ee4644635c542",
     ),
 ];
 

@@ -3,7 +3,8 @@
 //! (`reference/captures/logs/reveal-h100-2026-12-06/trees/`, the listing;
 //! SHA-256 pinned below): three contiguous parts of 1,408, 1,408 and
 //! 1,280 terms, each a chain of tensor-core fused sums of 16 products and
-//! the running sum, the parts added `(p0 + p1) + p2`.
+//! the running sum, the parts added `(p0 + p1) + p2`
+//! (`mma(k=16,f=25);split=3;align=128`, docs/ORDERS.md "Parts").
 //!
 //! Why its reveal cannot take 64 launches at N = 64: a node of c >= 3
 //! children is proven only by an answer for every pair of its children
@@ -244,13 +245,19 @@ impl Subject for FusedTreeSubject {
 
 /// The CPU replay recovers the captured tree with bf16 and with f16
 /// outputs, every answer agreeing, in the launches the H100 took (744 and
-/// 660: launch counts are a function of the answers); both are above the
-/// 544 launches the tree's sibling pairs need at one pair an answer, and
-/// the report says what the proof takes.
+/// 660: launch counts are a function of the answers) and one more: the
+/// family now names the tree (split parts that start on multiples of 64
+/// k, the same tree as 128 at this K), so its bytes are verified in a
+/// launch. Both are above the 544 launches the tree's sibling pairs need
+/// at one pair an answer, and the report says what the proof takes.
 #[test]
 fn the_captured_fused_tree_is_recovered_on_the_cpu_above_its_floor() {
     let shape = captured(BF16_N64);
-    for (out, launches) in [(InType::Bf16, 744), (InType::F16, 660)] {
+    let named = [
+        (InType::Bf16, 744 + 1, "mma(k=16,f=25);split=3;align=64;out=bf16"),
+        (InType::F16, 660 + 1, "mma(k=16,f=25,in=f16);split=3;align=64;out=f16"),
+    ];
+    for (out, launches, order) in named {
         let o = RevealOptions {
             m: 1,
             k: 4096,
@@ -267,6 +274,9 @@ fn the_captured_fused_tree_is_recovered_on_the_cpu_above_its_floor() {
         assert_eq!(r.disagreement_count, 0, "{r}");
         assert!(r.shape == shape, "{out:?}: {r}");
         assert_eq!(r.launches, launches, "{out:?}: {r}");
+        assert_eq!(r.order.map(|o| o.to_string()).as_deref(), Some(order), "{r}");
+        let aligned: mxbi::order::Order = order.replace("align=64", "align=128").parse().unwrap();
+        assert!(Shape::of_tree(&aligned.compile(4096)) == shape);
         assert!(r.probes as u64 >= shape.sibling_pairs(), "{out:?}: {r}");
         let report = r.to_string();
         assert!(

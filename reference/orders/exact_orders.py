@@ -529,7 +529,7 @@ PRESETS = {
     'deepgemm-fp8': 'mma(k=32,f=13,out=13,in=e4m3);promote=128',
 }
 
-KEYS = ['ktile', 'tile', 'split', 'lanes', 'reduce', 'promote', 'scale', 'out']
+KEYS = ['ktile', 'tile', 'split', 'align', 'lanes', 'reduce', 'promote', 'scale', 'out']
 MMA_PARAMS = ['k', 'f', 'out', 'split', 'c', 'in']
 U32_MAX = 2**32 - 1
 
@@ -624,7 +624,7 @@ def parse(spec):
         head, preset_items = exp[0], exp[1:]
     else:
         preset_items = []
-    cfg = dict(family=None, mma=None, ktile=None, tile='carry', split=1, interleave=False,
+    cfg = dict(family=None, mma=None, ktile=None, tile='carry', split=1, interleave=False, align=None,
                lanes=None, reduce=None, promote=None, scale=None, out='f32')
     if head in ('fma', 'muladd'):
         cfg['family'] = head
@@ -656,6 +656,8 @@ def parse(spec):
     if cfg['lanes'] == 1:
         cfg['lanes'] = None  # a key at its default value is the same as no key
     _validate(cfg)
+    if cfg['align'] == 1:
+        cfg['align'] = None  # every part starts on a multiple of 1
     return cfg
 
 
@@ -670,6 +672,8 @@ def _set_key(cfg, item, key, v):
             raise _err('value', f"'{item}'", f"'{item}': unknown split mode '{mode}'; expected interleave")
         cfg['split'] = _int(item, num, 1)
         cfg['interleave'] = bool(sep)
+    elif key == 'align':
+        cfg['align'] = _int(item, v, 1)
     elif key == 'lanes':
         cfg['lanes'] = _int(item, v, 1)
     elif key == 'reduce':
@@ -708,6 +712,8 @@ def _validate(c):
             raise _err('combination', 'butterfly', f'reduce=butterfly needs {what} to be a power of two, got {L}')
     if c['interleave'] and c['ktile'] is None:
         raise _err('combination', 'interleave', 'split=S/interleave needs ktile=T (tiles are dealt to parts)')
+    if c['align'] is not None and (c['split'] < 2 or c['interleave']):
+        raise _err('combination', 'contiguous split', f"align={c['align']} needs a contiguous split=S with S >= 2")
     if c['tile'] == 'fresh' and c['ktile'] is None:
         raise _err('combination', 'tile=fresh', 'tile=fresh needs ktile=T')
     if c['promote'] is not None:
@@ -751,6 +757,8 @@ def canonical(spec):
         s += ';tile=fresh'
     if c['split'] > 1 or c['interleave']:
         s += f";split={c['split']}" + ('/interleave' if c['interleave'] else '')
+    if c['align'] is not None:
+        s += f";align={c['align']}"
     if c['lanes'] is not None:
         s += f";lanes={c['lanes']}"
     if c['reduce'] is not None and c['reduce'] != ('butterfly' if c['lanes'] is not None else 'serial'):
@@ -804,6 +812,9 @@ def build_parts(cfg, n):
         return parts
     if S > 1:
         c = -(-n // S)
+        if cfg['align'] is not None:
+            # parts start on multiples of align: ceil(n / S) rounded up
+            c = -(-c // cfg['align']) * cfg['align']
         parts = []
         for s in range(S):
             p = units[s * c:(s + 1) * c]

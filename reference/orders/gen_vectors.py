@@ -37,6 +37,7 @@ PLAIN = [
     'fma;out=f16', 'hopper-bf16;out=bf16', 'fma;lanes=4;ktile=16;tile=fresh;reduce=serial',
     'muladd;lanes=8;ktile=32;tile=fresh', 'hopper-bf16;lanes=2;ktile=32;tile=fresh;reduce=pairwise',
     'fma;ktile=4;split=8/interleave;reduce=butterfly', 'hopper-bf16;split=4;reduce=butterfly',
+    'fma;split=3;align=8', 'hopper-bf16;split=3;align=32;out=bf16',
 ]
 MX = [
     'fma;scale=dequant', 'fma;scale=block', 'muladd;scale=block',

@@ -76,6 +76,11 @@ HAND = [
     'fma;promote=32', 'muladd;promote=32', 'hopper-bf16;promote=24', 'hopper-bf16;promote=48', 'fma;scale=fused',
     'fma;scale=block', 'fma;scale=block;split=2;reduce=pairwise', 'hopper-bf16;scale=fused',
     'mma(k=32,f=13,out=13);scale=fused', 'mma(k=32,f=13,out=13);scale=fused;promote=64',
+    # align: contiguous split parts start on multiples of A (1 is no key)
+    'fma;split=3;align=128', 'fma;align=128;split=3', 'hopper-bf16;split=3;align=64;out=bf16', 'fma;split=3;align=1',
+    'fma;split=3;align=0', 'fma;split=3;align=x', 'fma;align=128', 'fma;split=1;align=8',
+    'fma;split=4/interleave;ktile=8;align=16', 'fma;lanes=4;align=8', 'fma;split=2;align=8;align=8',
+    'fma;split=2;align=16;ktile=4;tile=fresh;reduce=pairwise', 'hopper-bf16;split=4;align=32;reduce=butterfly',
     # every key, out of table order
     'fma;out=f16;split=2;ktile=3;tile=fresh', 'muladd;out=bf16;reduce=pairwise;tile=fresh;split=2/interleave;ktile=32',
 ]

@@ -6,7 +6,9 @@
 //! explainer's family (`explain::candidates::family`) whose output bytes
 //! differ on those rows. Distinct means a different tree for K; for inputs
 //! narrower than f32 every product is exact in f32, so `muladd` orders are
-//! the `fma` orders and are left out. Orders are evaluated with an f32
+//! the `fma` orders and are left out, as are aligned split parts (`align`:
+//! near-copies of a plain split, kept out so that the measure and the
+//! captured powers stay those of one order set). Orders are evaluated with an f32
 //! output and converted to the output format with RNE (the `out=`
 //! conversion, extended to FP8), so one evaluation serves every format.
 //! Where the family has more than [`SAMPLE`] orders a seeded sample of
@@ -138,6 +140,8 @@ pub fn orders(input: InType, k: usize, seed: u64) -> Vec<Order> {
         .map(|c| c.order)
         .filter(|o| o.out == OutFmt::F32 && o.scale == MxScale::Dequant)
         .filter(|o| input == InType::F32 || o.family != OrderFamily::MulAdd)
+        // aligned split parts name kernels; the measure keeps its orders
+        .filter(|o| o.align.is_none())
         .collect();
     let keys: Vec<u64> = all
         .par_iter()

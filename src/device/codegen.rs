@@ -73,6 +73,8 @@ pub struct GpuPlan {
     pub mx_e5m2: bool,
     pub mode: GroupMode,
     pub split: u32,
+    /// Contiguous parts start on multiples of this (1: no `align`).
+    pub align: u32,
     pub tile: u32,
     /// Fresh segments of `tile` terms inside each group.
     pub fresh_segments: bool,
@@ -198,6 +200,7 @@ impl GpuPlan {
             mx_e5m2: mx_e5m2 == Some(true),
             mode,
             split: order.split,
+            align: order.align.unwrap_or(1),
             tile: order.ktile.unwrap_or(0),
             fresh_segments: fresh && mode != GroupMode::Tiles,
             lanes,
@@ -286,6 +289,7 @@ impl GpuPlan {
                 },
             ),
             ("SPLIT", self.split as i64),
+            ("ALIGN", self.align as i64),
             ("TILE", self.tile as i64),
             ("FRESH_SEG", self.fresh_segments as i64),
             ("LANES", self.lanes as i64),
@@ -318,7 +322,7 @@ typedef long long i64;
 // ---- group / position -> term index -------------------------------------
 __device__ __forceinline__ int group_len(int g, int nt) {
 #if MODE == 0
-    int chunk = (nt + SPLIT - 1) / SPLIT; if (chunk < 1) chunk = 1;
+    int chunk = (nt + SPLIT - 1) / SPLIT; chunk = (chunk + ALIGN - 1) / ALIGN * ALIGN; if (chunk < 1) chunk = 1;
     int start = g * chunk; int end = min(nt, start + chunk);
     return end > start ? end - start : 0;
 #elif MODE == 1
@@ -335,7 +339,7 @@ __device__ __forceinline__ int group_len(int g, int nt) {
 // term index of position `pos` (0 <= pos < group_len) of group g
 __device__ __forceinline__ int term_of(int g, int pos, int nt) {
 #if MODE == 0
-    int chunk = (nt + SPLIT - 1) / SPLIT; if (chunk < 1) chunk = 1;
+    int chunk = (nt + SPLIT - 1) / SPLIT; chunk = (chunk + ALIGN - 1) / ALIGN * ALIGN; if (chunk < 1) chunk = 1;
     return g * chunk + pos;
 #elif MODE == 1
     int u = pos / TILE, o = pos % TILE;
@@ -761,9 +765,12 @@ mod tests {
     fn source_carries_the_order() {
         let s = plan("fma;split=3;reduce=pairwise;out=bf16").unwrap().source();
         assert!(s.contains("#define SPLIT 3"));
+        assert!(s.contains("#define ALIGN 1"));
         assert!(s.contains("#define PAIRWISE 1"));
         assert!(s.contains("#define OUT 1"));
         assert!(s.contains("__fmaf_rn"));
         assert!(!s.contains("fast"));
+        let s = plan("fma;split=3;align=128").unwrap().source();
+        assert!(s.contains("#define ALIGN 128"));
     }
 }

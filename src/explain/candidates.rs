@@ -7,7 +7,9 @@
 //! splits, GEMV lanes (butterfly, serial, pairwise), and lanes cut into
 //! fresh k-tiles (8, 16 or 32 lanes, 8 to 64 terms per lane and tile,
 //! butterfly or serial); the tensor-core presets
-//! whose input type holds the inputs, with splits and promotion intervals;
+//! whose input type holds the inputs, with splits (2, 3, 4, 8 parts,
+//! serial, pairwise, or starting on multiples of 32 to 256 k) and
+//! promotion intervals;
 //! for MX inputs every scale point (the block-scale layouts counted in
 //! blocks of 32 k, k-tiles of 1..32 blocks); each with the three output
 //! formats.
@@ -101,6 +103,10 @@ fn representable(v: f32, t: InType) -> bool {
         Err(_) => false,
     }
 }
+
+/// Where the tensor-core orders' contiguous split parts may start
+/// (`align`, docs/ORDERS.md "Parts").
+const SPLIT_ALIGNS: &[u32] = &[32, 64, 128, 256];
 
 /// The split counts tried (contiguous), in order of simplicity.
 const SPLITS: &[u32] = &[
@@ -241,6 +247,12 @@ fn build_family(inputs: Inputs, k: usize) -> Vec<Candidate> {
             if (s * m.k) as usize <= k {
                 lays.push(format!(";split={s}"));
                 lays.push(format!(";split={s};reduce=pairwise"));
+                // split-K slices that start on a k-tile (cuBLAS's bf16
+                // GEMV at N = 64: 3 parts of 11 x 128); the family keeps
+                // those whose tree differs from the plain split at this K
+                for a in SPLIT_ALIGNS {
+                    lays.push(format!(";split={s};align={a}"));
+                }
             }
         }
         for out in outs {

@@ -135,7 +135,7 @@ pub fn locate(o: &Order, terms: usize, t: u32) -> Location {
                 ((tile * tw) as u32, ((tile + 1) * tw).min(terms) as u32 - 1),
             ));
         } else {
-            let chunk = terms.div_ceil(s).max(1);
+            let chunk = o.split_chunk(terms).max(1);
             let p = tu / chunk;
             loc.part = Some((p as u32, s as u32));
             loc.part_range = Some(((p * chunk) as u32, ((p + 1) * chunk).min(terms) as u32 - 1));

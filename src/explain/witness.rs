@@ -196,7 +196,7 @@ fn multiples(step: usize, k: usize, out: &mut Vec<usize>) {
 /// tensor-core steps, promotion blocks, lane residues.
 fn boundaries(o: &Order, k: usize, out: &mut Vec<usize>) {
     if o.split > 1 && !o.interleave {
-        multiples(k.div_ceil(o.split as usize), k, out);
+        multiples(o.split_chunk(k), k, out);
     }
     if let Some(t) = o.ktile {
         if o.interleave || o.tile == Tile::Fresh {

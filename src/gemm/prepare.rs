@@ -248,7 +248,7 @@ fn check_block_alignment(order: &Order, k: usize) -> Result<(), GemmError> {
         || if order.interleave {
             t.is_multiple_of(MX_BLOCK)
         } else {
-            k.div_ceil(order.split as usize).is_multiple_of(MX_BLOCK)
+            order.split_chunk(k).is_multiple_of(MX_BLOCK)
         };
     let tiles_aligned = order.tile == crate::order::Tile::Carry || t.is_multiple_of(MX_BLOCK);
     if order.lanes != 1 || !parts_aligned || !tiles_aligned {

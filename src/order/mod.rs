@@ -174,6 +174,9 @@ pub struct Order {
     pub tile: Tile,
     pub split: u32,
     pub interleave: bool,
+    /// Contiguous split parts start on multiples of this many k (`align`;
+    /// docs/ORDERS.md "Parts"); None: parts of ceil(K/S).
+    pub align: Option<u32>,
     pub lanes: u32,
     /// None: the default for the shape (serial; butterfly with lanes).
     pub reduce: Option<Reduce>,
@@ -190,11 +193,24 @@ impl Order {
             tile: Tile::Carry,
             split: 1,
             interleave: false,
+            align: None,
             lanes: 1,
             reduce: None,
             promote: None,
             scale: MxScale::Dequant,
             out: OutFmt::F32,
+        }
+    }
+
+    /// The width of a contiguous split part over `k` terms (blocks for
+    /// `scale=block`): `ceil(k / split)`, rounded up to a multiple of
+    /// `align` (docs/ORDERS.md "Parts"). Part p holds `[p w, (p + 1) w)`
+    /// clipped to k, so late parts may be short or empty. 0 for k = 0.
+    pub fn split_chunk(&self, k: usize) -> usize {
+        let w = k.div_ceil(self.split.max(1) as usize);
+        match self.align {
+            Some(a) => w.div_ceil(a as usize) * a as usize,
+            None => w,
         }
     }
 
@@ -364,7 +380,7 @@ fn combination(msg: String) -> ParseError {
     (OrderErrorKind::Combination, msg)
 }
 
-const KEYS: &str = "ktile, tile, split, lanes, reduce, promote, scale, out";
+const KEYS: &str = "ktile, tile, split, align, lanes, reduce, promote, scale, out";
 
 /// INT: ASCII decimal digits (no sign), `min <= n <= max`.
 fn parse_u32(item: &str, v: &str, min: u32, max: u32) -> Result<u32, ParseError> {
@@ -483,6 +499,7 @@ fn set_key(o: &mut Order, n: usize, item: &str, key: &str, v: &str) -> Result<()
             o.split = parse_u32(item, num, 1, u32::MAX)?;
             o.interleave = inter;
         }
+        "align" => o.align = Some(parse_u32(item, v, 1, u32::MAX)?),
         "lanes" => o.lanes = parse_u32(item, v, 1, u32::MAX)?,
         "reduce" => {
             o.reduce = Some(match v {
@@ -580,6 +597,9 @@ fn parse(spec: &str) -> Result<Order, ParseError> {
     if o.tile == Tile::Carry && !o.interleave {
         o.ktile = None; // a carried tile boundary changes nothing
     }
+    if o.align == Some(1) {
+        o.align = None; // every k is a multiple of 1
+    }
     Ok(o)
 }
 
@@ -626,6 +646,13 @@ fn validate(o: &Order) -> Result<(), ParseError> {
         return Err(combination(
             "split=S/interleave needs ktile=T (tiles are dealt to parts)".into(),
         ));
+    }
+    if let Some(a) = o.align {
+        if o.split < 2 || o.interleave {
+            return Err(combination(format!(
+                "align={a} needs a contiguous split=S with S >= 2 (it sets where split parts start; interleaved parts are dealt k-tiles)"
+            )));
+        }
     }
     if o.tile == Tile::Fresh && o.ktile.is_none() {
         return Err(combination("tile=fresh needs ktile=T".into()));
@@ -731,6 +758,9 @@ impl fmt::Display for Order {
                 if self.interleave { "/interleave" } else { "" }
             )?;
         }
+        if let Some(a) = self.align {
+            write!(f, ";align={a}")?;
+        }
         if self.lanes > 1 {
             write!(f, ";lanes={}", self.lanes)?;
         }
@@ -824,6 +854,7 @@ mod tests {
         "mma(k=32,f=13,out=13);scale=block;promote=32",
         "fma;lanes=16;ktile=512;tile=fresh;reduce=serial",
         "muladd;lanes=8;ktile=64;tile=fresh",
+        "hopper-bf16;split=3;align=128;out=bf16",
     ];
 
     #[test]
@@ -909,6 +940,16 @@ mod tests {
         assert!(err("fma;split=2;split=3").contains("given twice"));
         assert!(err("fma;tile=fresh").contains("needs ktile"));
         assert!(err("").contains("empty"));
+        // align: where contiguous split parts start
+        assert!(err("fma;align=128").contains("needs a contiguous split"));
+        assert!(err("fma;split=4/interleave;ktile=8;align=16").contains("needs a contiguous split"));
+        assert!(err("fma;split=3;align=0").contains("align=0"));
+        let aligned: Order = "fma;align=128;split=3".parse().unwrap();
+        assert_eq!(aligned.to_string(), "fma;split=3;align=128");
+        assert_eq!(aligned.split_chunk(4096), 1408);
+        assert_eq!(aligned.split_chunk(0), 0);
+        let one: Order = "fma;split=3;align=1".parse().unwrap();
+        assert_eq!(one, "fma;split=3".parse().unwrap());
     }
 
     #[test]
@@ -924,6 +965,8 @@ mod tests {
         assert_eq!(kind("mma(k=16,,f=25)"), Syntax);
         assert_eq!(kind("mma(k=16)"), Missing);
         assert_eq!(kind("fma;splt=4"), Unknown);
+        assert_eq!(kind("fma;split=3;align=x"), Value);
+        assert_eq!(kind("fma;align=64"), Combination);
         // the item number counts the spelling as written, not the preset's expansion
         let e = "deepgemm-fp8;split=2;split=3".parse::<Order>().unwrap_err();
         assert!(e.msg.contains("item 3 'split=3'"), "{e}");

@@ -274,7 +274,7 @@ fn parts(o: &Order, k: usize) -> Vec<Vec<Vec<u32>>> {
     let tile_of = |x: u32| x as usize / t;
     // one pass over the terms (each part keeps increasing k order)
     let mut split_parts: Vec<Vec<u32>> = vec![Vec::new(); split];
-    let chunk = k.div_ceil(split).max(1);
+    let chunk = o.split_chunk(k).max(1);
     for &x in &all {
         let p = if o.interleave {
             tile_of(x) % split
@@ -457,8 +457,9 @@ mod tests {
     }
 
     /// The split parts built in one pass equal their definition: part p of a
-    /// contiguous split holds the terms with `k / ceil(K / S) == p`, of an
-    /// interleaved split the terms whose k-tile is p modulo S.
+    /// contiguous split holds the terms with `k / w == p`, `w` = ceil(K / S)
+    /// rounded up to a multiple of `align` (when given), of an interleaved
+    /// split the terms whose k-tile is p modulo S.
     #[test]
     fn one_pass_split_parts_match_the_definition() {
         for s in [
@@ -469,13 +470,18 @@ mod tests {
             "fma;split=2;ktile=50;tile=fresh",
             "fma;split=64;ktile=1;tile=fresh",
             "hopper-bf16;split=3",
+            "fma;split=3;align=16",
+            "fma;split=5;align=7;reduce=pairwise",
+            "hopper-bf16;split=3;align=128",
+            "fma;split=2;align=8;ktile=4;tile=fresh",
         ] {
             let o: Order = s.parse().unwrap();
-            for k in [0usize, 1, 2, 5, 31, 100, 257] {
+            for k in [0usize, 1, 2, 5, 31, 100, 257, 4096] {
                 let all: Vec<u32> = (0..k as u32).collect();
                 let split = o.split as usize;
                 let t = o.ktile.unwrap_or(k.max(1) as u32) as usize;
-                let chunk = k.div_ceil(split).max(1);
+                let a = o.align.unwrap_or(1) as usize;
+                let chunk = (k.div_ceil(split).div_ceil(a) * a).max(1);
                 let want: Vec<Vec<u32>> = (0..split)
                     .map(|p| {
                         all.iter()
@@ -499,6 +505,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Aligned split parts: K = 4096 in 3 parts of 11 x 128 (the last
+    /// shorter), and a part left empty where K runs out first.
+    #[test]
+    fn aligned_split_parts_start_on_multiples_of_align() {
+        let sizes = |spec: &str, k: usize| -> Vec<usize> {
+            let o: Order = spec.parse().unwrap();
+            parts(&o, k).iter().map(|p| p.iter().map(Vec::len).sum()).collect()
+        };
+        assert_eq!(sizes("fma;split=3;align=128", 4096), vec![1408, 1408, 1280]);
+        assert_eq!(sizes("fma;split=3", 4096), vec![1366, 1366, 1364]);
+        assert_eq!(sizes("fma;split=3;align=128", 200), vec![128, 72, 0]);
+        assert_eq!(sizes("fma;split=4;align=128", 4096), sizes("fma;split=4", 4096));
     }
 
     /// Lanes cut into fresh k-tiles: lane l's parts are its terms grouped

@@ -8,7 +8,7 @@ use super::*;
 /// muladd, F = 24 instead of 25, F = 25 instead of the FP8 13, halves
 /// instead of the mod-4 split) and the structure removed (no split, no
 /// fresh tiles, no lanes, serial instead of pairwise or of a split's
-/// butterfly). The GPU bytes must
+/// butterfly; an aligned split's parts not aligned). The GPU bytes must
 /// match the order and *not* its foils; the foils' mismatch counts show how
 /// strongly the data tells the orders apart.
 pub fn foils(order: &Order) -> Vec<Order> {
@@ -42,6 +42,7 @@ pub fn foils(order: &Order) -> Vec<Order> {
     } else if order.split > 1 {
         st.split = 1;
         st.interleave = false;
+        st.align = None;
     } else if order.tile == Tile::Fresh {
         st.tile = Tile::Carry;
     } else if order.promote.is_some() && order.promote != Some(32) {
@@ -49,6 +50,12 @@ pub fn foils(order: &Order) -> Vec<Order> {
     }
     if st != *order {
         out.push(st);
+    }
+    if order.align.is_some() {
+        // the same split, parts of ceil(K / S) (docs/ORDERS.md "Parts")
+        let mut unaligned = *order;
+        unaligned.align = None;
+        out.push(unaligned);
     }
     out.into_iter()
         .filter(|o| o.to_string().parse::<Order>().is_ok())
