@@ -11,7 +11,7 @@ mod common;
 
 use mxbi::explain::shape::Child;
 use mxbi::explain::{self, RevealOptions, Shape};
-use mxbi::gemm::{BLayout, Matrix, Problem};
+use mxbi::gemm::Problem;
 use mxbi::order::InType;
 use mxbi::subject::{Subject, SubjectError};
 use sha2::{Digest, Sha256};
@@ -39,39 +39,25 @@ impl Subject for TreeSubject {
         "captured-tree".into()
     }
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
-        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
-            unreachable!("reveal of f32 inputs passes f32 operands")
-        };
-        let all: Vec<usize> = (0..p.m).collect();
-        let rows = rows.unwrap_or(&all);
         let mut node = vec![0f32; self.0.nodes.len()];
-        let mut c = Vec::with_capacity(rows.len() * p.n);
-        for &i in rows {
-            for j in 0..p.n {
-                let prod = |k: u32| {
-                    let k = k as usize;
-                    let bk = match p.b_layout {
-                        BLayout::Kn => b[k * p.n + j],
-                        BLayout::Nk => b[j * p.k + k],
-                    };
-                    a[i * p.k + k] * bk
-                };
-                let value = |node: &[f32], ch: &Child| match *ch {
-                    Child::Leaf(k) => prod(k),
-                    Child::Node(x) => node[x],
-                };
-                for x in 0..self.0.nodes.len() {
-                    let ch = &self.0.nodes[x];
-                    let mut s = value(&node, &ch[0]);
-                    for c in &ch[1..] {
-                        s += value(&node, c);
-                    }
-                    node[x] = s;
+        Ok(common::trees::each_output(p, rows, |operands| {
+            let value = |node: &[f32], ch: &Child| match *ch {
+                Child::Leaf(k) => {
+                    let (a, b) = operands(k);
+                    a * b
                 }
-                c.push(value(&node, self.0.root.as_ref().unwrap()));
+                Child::Node(x) => node[x],
+            };
+            for x in 0..self.0.nodes.len() {
+                let ch = &self.0.nodes[x];
+                let mut s = value(&node, &ch[0]);
+                for c in &ch[1..] {
+                    s += value(&node, c);
+                }
+                node[x] = s;
             }
-        }
-        Ok(c)
+            value(&node, self.0.root.as_ref().unwrap())
+        }))
     }
 }
 

@@ -19,7 +19,7 @@ mod common;
 use mxbi::explain::shape::{Child, Shape};
 use mxbi::explain::{self, RevealOptions};
 use mxbi::gemm::step::{decompose, fused_sum, product};
-use mxbi::gemm::{BLayout, Matrix, Problem};
+use mxbi::gemm::Problem;
 use mxbi::order::InType;
 use mxbi::subject::{Subject, SubjectError};
 use sha2::{Digest, Sha256};
@@ -208,38 +208,24 @@ impl Subject for FusedTreeSubject {
         "captured-fused-tree".into()
     }
     fn run(&self, p: &Problem, rows: Option<&[usize]>) -> Result<Vec<f32>, SubjectError> {
-        let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
-            unreachable!("reveal of bf16 / f16 inputs passes f32 operands")
-        };
         let emin = self.out.emin();
-        let all: Vec<usize> = (0..p.m).collect();
-        let rows = rows.unwrap_or(&all);
         let mut values = vec![0f32; self.shape.nodes.len()];
-        let mut c = Vec::with_capacity(rows.len() * p.n);
-        for &i in rows {
-            for j in 0..p.n {
-                let term = |k: u32| {
-                    let k = k as usize;
-                    let bk = match p.b_layout {
-                        BLayout::Kn => b[k * p.n + j],
-                        BLayout::Nk => b[j * p.k + k],
-                    };
-                    product(decompose(a[i * p.k + k], emin), decompose(bk, emin), 0)
-                };
-                for x in 0..self.shape.nodes.len() {
-                    values[x] = self.node(x, &values, &term);
-                }
-                let Some(Child::Node(r)) = self.shape.root else {
-                    unreachable!("the captured root is a node")
-                };
-                let v = values[r];
-                c.push(match self.out {
-                    InType::Bf16 => half::bf16::from_f32(v).to_f32(),
-                    _ => half::f16::from_f32(v).to_f32(),
-                });
+        let Some(Child::Node(root)) = self.shape.root else {
+            unreachable!("the captured root is a node")
+        };
+        Ok(common::trees::each_output(p, rows, |operands| {
+            let term = |k: u32| {
+                let (a, b) = operands(k);
+                product(decompose(a, emin), decompose(b, emin), 0)
+            };
+            for x in 0..self.shape.nodes.len() {
+                values[x] = self.node(x, &values, &term);
             }
-        }
-        Ok(c)
+            match self.out {
+                InType::Bf16 => half::bf16::from_f32(values[root]).to_f32(),
+                _ => half::f16::from_f32(values[root]).to_f32(),
+            }
+        }))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Captured reduction trees against orders, for the capture tests: the
 //! `.tree` listings of an anchored capture, the shapes of orders, planted
-//! near trees, the candidate family's matches, and the chains of an
-//! interleaved split built node for node.
+//! near trees, the candidate family's matches, the chains of an
+//! interleaved split built node for node, and the output elements a
+//! subject that replays a tree computes ([`each_output`]).
 
 use super::committed_capture;
 use mxbi::device::capture::Capture;
@@ -119,4 +120,35 @@ pub fn interleaved_parts(k: usize, parts: usize, tile: usize) -> (Vec<Node>, Vec
         *slot = acc;
     }
     (nodes, last)
+}
+
+/// Every output element of `rows` (all rows when None) of a problem with
+/// f32 operands, row by row: `element` is given, for one (i, j), the
+/// operands `(a[i, k], b[k, j])` of each k (B in either layout) and returns
+/// C[i, j]. The loop of the tree-replaying subjects of the reveal tests.
+pub fn each_output(
+    p: &mxbi::gemm::Problem,
+    rows: Option<&[usize]>,
+    mut element: impl FnMut(&dyn Fn(u32) -> (f32, f32)) -> f32,
+) -> Vec<f32> {
+    use mxbi::gemm::{BLayout, Matrix};
+    let (Matrix::F32(a), Matrix::F32(b)) = (p.a, p.b) else {
+        unreachable!("reveal of f32, bf16 and f16 inputs passes f32 operands")
+    };
+    let all: Vec<usize> = (0..p.m).collect();
+    let mut c = Vec::with_capacity(rows.map_or(p.m, <[usize]>::len) * p.n);
+    for &i in rows.unwrap_or(&all) {
+        for j in 0..p.n {
+            let operands = |k: u32| {
+                let k = k as usize;
+                let bk = match p.b_layout {
+                    BLayout::Kn => b[k * p.n + j],
+                    BLayout::Nk => b[j * p.k + k],
+                };
+                (a[i * p.k + k], bk)
+            };
+            c.push(element(&operands));
+        }
+    }
+    c
 }
