@@ -355,8 +355,10 @@ impl GemmexRows {
 }
 
 /// The named order reproduces every captured GemmEx anchor row at M = 1, 8
-/// and 64 (0 of 2048 elements differ); its neighbours in the tree (split=3
-/// at 2390 k, 18 or 20 tiles per part, split=2, no split) miss every row.
+/// and 64 (0 of 2048 elements differ), as does `split=3` with parts that
+/// start on 64 or 128 k; its neighbours in the tree (split=3 at 2390 k,
+/// parts aligned to 256 k, 18 or 20 tiles per part, split=2, no split)
+/// miss every row.
 /// What the rows cannot tell: the bf16 output hides the step arithmetic on
 /// these inputs (`f=24` steps, and plain `fma` chains, give the same bytes).
 #[test]
@@ -377,6 +379,12 @@ fn the_gemmex_order_reproduces_the_captured_anchor_rows() {
         }
     };
     check(GEMMEX, true);
+    // the same parts for every K: split-K = 3 whose parts start on a tile
+    // (the family's name, align=64, and 128), against one that starts them
+    // on 256 k (parts of 2,560)
+    check("hopper-bf16;split=3;align=64;out=bf16", true);
+    check("hopper-bf16;split=3;align=128;out=bf16", true);
+    check("hopper-bf16;split=3;align=256;out=bf16", false);
     for near in [
         "hopper-bf16;split=3;out=bf16",
         "hopper-bf16;ktile=2304;tile=fresh;out=bf16",
