@@ -263,6 +263,14 @@ fn the_captured_fused_tree_is_recovered_on_the_cpu_above_its_floor() {
         assert_eq!(r.order.map(|o| o.to_string()).as_deref(), Some(order), "{r}");
         let aligned: mxbi::order::Order = order.replace("align=64", "align=128").parse().unwrap();
         assert!(Shape::of_tree(&aligned.compile(4096)) == shape);
+        // the name does not say 64 rather than 128: the report says so
+        assert_eq!(r.same_parts, vec![aligned], "{r}");
+        assert!(
+            r.to_string().contains(&format!(
+                "the same tree at K=4096: {aligned} (split parts that start elsewhere"
+            )),
+            "{r}"
+        );
         assert!(r.probes as u64 >= shape.sibling_pairs(), "{out:?}: {r}");
         let report = r.to_string();
         assert!(

@@ -152,6 +152,10 @@ class Revealed:
     @property
     def equivalent(self) -> List[str]: ...
     @property
+    def same_parts(self) -> List[str]: ...  # the named order's spellings with split parts starting elsewhere, same tree
+    @property
+    def sibling_pairs(self) -> int: ...  # answers that prove the tree's wide nodes (docs/EXPLAIN.md)
+    @property
     def launches(self) -> int: ...
     @property
     def grid_launches(self) -> int: ...

@@ -33,6 +33,19 @@ impl PyRevealed {
     fn equivalent(&self) -> Vec<String> {
         self.r.equivalent.iter().map(|o| o.to_string()).collect()
     }
+    /// The named order's other spellings with its tree for K: split parts
+    /// that start elsewhere (`align`) but cut the same parts.
+    #[getter]
+    fn same_parts(&self) -> Vec<String> {
+        self.r.same_parts.iter().map(|o| o.to_string()).collect()
+    }
+    /// The fewest probe answers that prove the recovered tree's wide nodes
+    /// (every pair of children of a node of three or more; docs/EXPLAIN.md
+    /// "What a wide node costs").
+    #[getter]
+    fn sibling_pairs(&self) -> u64 {
+        self.r.shape.sibling_pairs()
+    }
     #[getter]
     fn launches(&self) -> usize {
         self.r.launches

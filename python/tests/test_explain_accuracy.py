@@ -179,3 +179,20 @@ def test_a_tree_no_order_names_points_to_its_listing():
     assert "Python: revealed.shape)" in str(r)
     assert r.shape.splitlines()[0] == "n0 = sum(k0, k15)"
     assert r.shape.splitlines()[-1].startswith("root = ")
+
+
+def test_reveal_says_which_spellings_cut_the_same_parts_and_what_wide_nodes_cost():
+    # K = 384 in 3 parts: 128 k each whether or not they start on a tile
+    r = mxbi.reveal("model:mma(k=16,f=25);split=3;align=128;out=bf16", 1, 384, 64, input="bf16")
+    assert r.order == "mma(k=16,f=25);split=3;out=bf16"
+    # 256 would cut 256, 128 and 0 k
+    assert r.same_parts == [
+        "mma(k=16,f=25);split=3;align=32;out=bf16",
+        "mma(k=16,f=25);split=3;align=64;out=bf16",
+        "mma(k=16,f=25);split=3;align=128;out=bf16",
+    ]
+    assert "split parts that start elsewhere cut the same parts" in str(r)
+    # three parts of 8 fused nodes: 16 products first, then 16 and the running sum
+    assert r.sibling_pairs == 3 * (120 + 7 * 136)
+    binary = mxbi.reveal("model:fma;split=4", 4, 96, 6)
+    assert binary.same_parts == [] and binary.sibling_pairs == 0

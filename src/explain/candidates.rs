@@ -280,6 +280,24 @@ fn build_family(inputs: Inputs, k: usize) -> Vec<Candidate> {
         .collect()
 }
 
+/// The family's spellings that differ from `order` only in where its
+/// split parts start (`align`, [`SPLIT_ALIGNS`] or none) and have its tree
+/// for K: the family keeps one of them (the first), so a name chosen
+/// among them does not tell which (docs/EXPLAIN.md, "What a wide node
+/// costs"). Empty for an order without a contiguous split.
+pub fn same_parts(order: &Order, k: usize) -> Vec<Order> {
+    if order.split < 2 || order.interleave || order.lanes > 1 {
+        return Vec::new();
+    }
+    let key = order_key(order, k);
+    std::iter::once(None)
+        .chain(SPLIT_ALIGNS.iter().map(|&a| Some(a)))
+        .map(|align| Order { align, ..*order })
+        .filter(|o| o != order && o.to_string().parse::<Order>().as_ref() == Ok(o))
+        .filter(|o| order_key(o, k) == key)
+        .collect()
+}
+
 /// The built-in family plus the entries of a dispatch table (each kept
 /// even when the family already holds its order, so reports can name it).
 pub fn with_dispatch(inputs: Inputs, k: usize, entries: &[Order]) -> Vec<Candidate> {

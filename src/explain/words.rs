@@ -286,6 +286,15 @@ impl fmt::Display for Revealed {
                     let e: Vec<String> = self.equivalent.iter().map(|o| o.to_string()).collect();
                     writeln!(f, "equivalent on those inputs: {}", e.join(", "))?;
                 }
+                if !self.same_parts.is_empty() {
+                    let e: Vec<String> = self.same_parts.iter().map(|o| o.to_string()).collect();
+                    writeln!(
+                        f,
+                        "the same tree at K={}: {} (split parts that start elsewhere cut the same parts here; neither tree nor bytes tell them apart)",
+                        self.k,
+                        e.join(", ")
+                    )?;
+                }
                 Ok(())
             }
             None => {

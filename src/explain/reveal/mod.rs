@@ -166,6 +166,9 @@ pub struct Revealed {
     pub order: Option<Order>,
     /// Other shape-matching orders with the same bytes on those inputs.
     pub equivalent: Vec<Order>,
+    /// The named order's other spellings with its tree for K, split parts
+    /// starting elsewhere (`candidates::same_parts`): the family kept one.
+    pub same_parts: Vec<Order>,
     /// Output elements compared in the verification launch.
     pub verified_elements: usize,
     /// The data-dependence check: probes repeated with other values, every
@@ -496,6 +499,9 @@ fn reveal_with(subject: &dyn Subject, o: RevealOptions, mx: Option<MxFormat>) ->
         closest,
         order: verified.order,
         equivalent: verified.equivalent,
+        same_parts: verified
+            .order
+            .map_or_else(Vec::new, |n| candidates::same_parts(&n, o.k)),
         verified_elements: verified.elements,
         repeats,
         timings: clock.finish(),
