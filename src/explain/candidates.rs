@@ -284,9 +284,10 @@ fn build_family(inputs: Inputs, k: usize) -> Vec<Candidate> {
 /// split parts start (`align`, [`SPLIT_ALIGNS`] or none) and have its tree
 /// for K: the family keeps one of them (the first), so a name chosen
 /// among them does not tell which (docs/EXPLAIN.md, "What a wide node
-/// costs"). Empty for an order without a contiguous split.
+/// costs"). Empty for an order without a contiguous split, and for the
+/// `fma`/`muladd` orders (the family aligns only tensor-core splits).
 pub fn same_parts(order: &Order, k: usize) -> Vec<Order> {
-    if order.split < 2 || order.interleave || order.lanes > 1 {
+    if order.split < 2 || order.interleave || order.lanes > 1 || order.mma().is_none() {
         return Vec::new();
     }
     let key = order_key(order, k);
@@ -352,6 +353,28 @@ mod tests {
     use super::*;
 
     /// The cache hands back the list a fresh build gives.
+    /// The spellings whose parts start elsewhere but cut the same parts:
+    /// tensor-core splits only (the family aligns no other), the order
+    /// itself left out.
+    #[test]
+    fn same_parts_lists_the_aligned_spellings_of_one_tree() {
+        let o: Order = "hopper-bf16;split=3;out=bf16".parse().unwrap();
+        let got: Vec<String> = same_parts(&o, 384).iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "mma(k=16,f=25);split=3;align=32;out=bf16",
+                "mma(k=16,f=25);split=3;align=64;out=bf16",
+                "mma(k=16,f=25);split=3;align=128;out=bf16"
+            ]
+        );
+        let named: Order = "hopper-bf16;split=3;align=64".parse().unwrap();
+        let got: Vec<String> = same_parts(&named, 4096).iter().map(|o| o.to_string()).collect();
+        assert_eq!(got, ["mma(k=16,f=25);split=3;align=128"]);
+        assert!(same_parts(&"fma;split=4".parse().unwrap(), 256).is_empty());
+        assert!(same_parts(&"hopper-bf16".parse().unwrap(), 256).is_empty());
+    }
+
     #[test]
     fn a_cached_family_is_the_built_one() {
         for (inputs, k) in [(Inputs::of_type(InType::F32), 300), (Inputs::Mx, 256)] {
